@@ -1,0 +1,515 @@
+#include "core/check.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <optional>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+#include "core/host_device.h"
+#include "core/safetensors.h"
+
+namespace dnnb {
+
+const char* CaseResult::verdict() const {
+  switch (status) {
+    case StatusCode::ok: return "PASS";
+    case StatusCode::mismatch: return "FAIL";
+    case StatusCode::error: return "ERROR";
+    case StatusCode::skipped: return "SKIP";
+    case StatusCode::unsupported: return "UNSUPPORTED";
+    case StatusCode::bad_input: return "BAD_INPUT";
+  }
+  return "?";
+}
+
+namespace {
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Default random inputs: normal(0,1) rounded through each input's dtype.
+Status fill_normal(const Problem&, std::vector<Tensor>& inputs, Rng& rng) {
+  for (auto& t : inputs) {
+    void* data = t.host_data();
+    for (int64_t i = 0; i < t.numel(); ++i) store_element(data, t.dtype, i, rng.normal());
+  }
+  return Status::ok();
+}
+
+double rms_of(const Tensor& f64) {
+  const auto* d = static_cast<const double*>(f64.host_data());
+  double s = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < f64.numel(); ++i)
+    if (std::isfinite(d[i])) {
+      s += d[i] * d[i];
+      ++n;
+    }
+  return n ? std::sqrt(s / n) : 0;
+}
+
+// Device storage for one input: permuted and/or row-padded as the spec asks, returned as the
+// logical (possibly non-contiguous) view.
+Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec) {
+  const int n = static_cast<int>(spec.shape.size());
+  std::vector<int> order = spec.storage_order;
+  if (order.empty()) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0);
+  }
+  if (static_cast<int>(order.size()) != n) return Status::bad_input("tensor " + spec.name + ": storage_order rank mismatch");
+  Shape storage(n);
+  for (int i = 0; i < n; ++i) storage[i] = spec.shape[order[i]];
+  if (n > 0) storage[n - 1] += spec.row_padding;
+  auto st = empty_tensor(device, spec.dtype, storage);
+  if (!st) return st.status();
+  Tensor view = *st;
+  if (n > 0 && spec.row_padding > 0) {
+    auto sliced = view.slice(n - 1, 0, storage[n - 1] - spec.row_padding);
+    if (!sliced) return sliced.status();
+    view = *sliced;
+  }
+  std::vector<int> inverse(n);
+  for (int i = 0; i < n; ++i) inverse[order[i]] = i;
+  return view.permute(inverse);
+}
+
+constexpr size_t kGuardBytes = 256;  // keeps the output 256-byte aligned for vector stores
+constexpr uint8_t kGuardByte = 0xA5;
+constexpr uint8_t kPoisonByte = 0xFF;  // all-ones is NaN in f32, f16 and bf16
+
+struct GuardedOutput {
+  Tensor view;
+  size_t body_bytes = 0;
+};
+
+Result<GuardedOutput> make_guarded_output(DeviceRuntime& device, const TensorSpec& spec) {
+  const size_t es = dtype_size(spec.dtype);
+  if (kGuardBytes % es != 0) return DNNB_ERROR("guard size is not a multiple of the element size");
+  GuardedOutput out;
+  out.body_bytes = static_cast<size_t>(shape_numel(spec.shape)) * es;
+  auto buffer = device.allocate(out.body_bytes + 2 * kGuardBytes);
+  if (!buffer) return buffer.status();
+  out.view.dtype = spec.dtype;
+  out.view.shape = spec.shape;
+  out.view.strides = contiguous_strides(spec.shape);
+  out.view.offset = static_cast<int64_t>(kGuardBytes / es);
+  out.view.buffer = *buffer;
+  return out;
+}
+
+Status poison(DeviceRuntime& device, GuardedOutput& out) {
+  std::vector<uint8_t> bytes(out.body_bytes + 2 * kGuardBytes, kGuardByte);
+  std::memset(bytes.data() + kGuardBytes, kPoisonByte, out.body_bytes);
+  return device.upload(*out.view.buffer, 0, bytes.data(), bytes.size());
+}
+
+// Downloads the whole guarded buffer; fails if a guard byte changed.
+Status read_guarded(DeviceRuntime& device, const GuardedOutput& out, std::vector<uint8_t>& body) {
+  std::vector<uint8_t> bytes(out.body_bytes + 2 * kGuardBytes);
+  DNNB_TRY(device.download(bytes.data(), *out.view.buffer, 0, bytes.size()));
+  size_t before = 0, after = 0;
+  for (size_t i = 0; i < kGuardBytes; ++i) {
+    before += bytes[i] != kGuardByte;
+    after += bytes[kGuardBytes + out.body_bytes + i] != kGuardByte;
+  }
+  body.assign(bytes.begin() + kGuardBytes, bytes.begin() + kGuardBytes + out.body_bytes);
+  if (before || after)
+    return Status::mismatch("wrote outside the output: " + std::to_string(before) + " guard bytes changed before it, " +
+                            std::to_string(after) + " after it");
+  return Status::ok();
+}
+
+// Inputs and expected outputs of one case, on the host.
+struct CaseData {
+  std::vector<Tensor> inputs;     // contiguous, signature dtypes
+  std::vector<Tensor> expected;   // f64
+  std::vector<Tensor> torch;      // torch's outputs (fixture cases), may be empty tensors
+  std::string source;
+};
+
+Status load_fixture_data(const PlannedCase& pc, const FixtureManifest& manifest, const Signature& sig, CaseData& data) {
+  DNNB_TRY(manifest.verify(*pc.fixture));
+  const std::string path = manifest.full_path(*pc.fixture);
+  auto file = SafetensorsFile::open(path);
+  if (!file) return file.status();
+  data.source = "fixture " + pc.fixture->path;
+  HostDevice& host = scratch_host();
+  auto load_checked = [&](const std::string& name, DType dtype, const Shape& shape) -> Result<Tensor> {
+    auto t = (*file)->load(name, host);
+    if (!t) return Status::bad_input(path + ": " + t.status().message);
+    if (t->dtype != dtype || t->shape != shape)
+      return Status::bad_input(path + ": tensor '" + name + "' is " + dtype_name(t->dtype) + " " +
+                               shape_to_string(t->shape) + ", the signature wants " + dtype_name(dtype) + " " +
+                               shape_to_string(shape));
+    return t;
+  };
+  for (const auto& in : sig.inputs) {
+    auto t = load_checked(in.name, in.dtype, in.shape);
+    if (!t) return t.status();
+    data.inputs.push_back(*t);
+  }
+  for (const auto& out : sig.outputs) {
+    auto golden = load_checked("golden." + out.name, DType::f64, out.shape);
+    if (!golden) return golden.status();
+    data.expected.push_back(*golden);
+    Tensor torch_out;
+    if ((*file)->find("torch." + out.name) != nullptr) {
+      auto t = load_checked("torch." + out.name, out.dtype, out.shape);
+      if (!t) return t.status();
+      torch_out = *t;
+    }
+    data.torch.push_back(torch_out);
+  }
+  return Status::ok();
+}
+
+Status make_random_data(const PlannedCase& pc, const Signature& sig, CaseData& data) {
+  const Problem& p = pc.id.problem;
+  HostDevice& host = scratch_host();
+  for (const auto& in : sig.inputs) {
+    auto t = empty_tensor(host, in.dtype, in.shape);
+    if (!t) return t.status();
+    data.inputs.push_back(*t);
+  }
+  Rng rng(p.seed());
+  DNNB_TRY(pc.spec->fill_inputs ? pc.spec->fill_inputs(p, data.inputs, rng) : fill_normal(p, data.inputs, rng));
+  for (const auto& out : sig.outputs) {
+    auto t = empty_tensor(host, DType::f64, out.shape);
+    if (!t) return t.status();
+    data.expected.push_back(*t);
+    data.torch.emplace_back();
+  }
+  DNNB_TRY(pc.spec->reference(p, data.inputs, data.expected));
+  data.source = "random seed=" + hex64(p.seed());
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest) {
+  Registry& reg = Registry::instance();
+  DeviceSet& devices = DeviceSet::instance();
+  const std::string fixtures_dir = options.fixtures_dir.empty() ? default_fixtures_dir() : options.fixtures_dir;
+  manifest = FixtureManifest{};
+  if (options.fixtures) {
+    auto m = FixtureManifest::load(fixtures_dir);
+    if (!m) return m.status();
+    manifest = std::move(*m);
+  }
+  std::vector<PlannedCase> plan;
+
+  auto device_for = [&](const std::string& backend, const std::string& index, const std::string& device_filter,
+                        std::vector<std::pair<DeviceRuntime*, std::string>>& out) -> Status {
+    const BackendInfo* b = find_backend(backend);
+    std::vector<DeviceRuntime*> list = devices.of_kind(b->device_kind);
+    std::string wanted = device_filter;
+    if (!index.empty()) wanted = std::string(to_string(b->device_kind)) + ":" + index;
+    if (!wanted.empty()) {
+      if (wanted.rfind(std::string(to_string(b->device_kind)) + ":", 0) != 0) return Status::ok();  // other kind
+      DeviceRuntime* d = devices.find(wanted);
+      std::string why = d ? "" : (list.empty() ? devices.absence_reason(b->device_kind) : "no device " + wanted + " on this machine");
+      out.push_back({d, why});
+      return Status::ok();
+    }
+    if (list.empty()) out.push_back({nullptr, devices.absence_reason(b->device_kind)});
+    for (auto* d : list) out.push_back({d, ""});
+    return Status::ok();
+  };
+  auto device_index = [](DeviceRuntime* d) {
+    if (!d) return std::string();
+    const std::string& id = d->info().id;
+    return id.substr(id.find(':') + 1);
+  };
+
+  if (!options.case_id.empty()) {
+    auto id = CaseId::parse(options.case_id);
+    if (!id) return id.status();
+    PlannedCase pc;
+    pc.id = *id;
+    pc.spec = reg.find_op(id->problem.op);
+    if (!pc.spec) return Status::bad_input("case '" + options.case_id + "': unknown op '" + id->problem.op + "'");
+    pc.impl = reg.find_implementation(id->problem.op, id->backend, id->variant);
+    if (!pc.impl)
+      return Status::bad_input("case '" + options.case_id + "': no implementation " + id->problem.op + "@" +
+                               (id->variant.empty() ? id->backend : id->backend + "/" + id->variant));
+    if (id->problem.has("fixture")) {
+      pc.fixture = manifest.find_problem(id->problem.to_string());
+      if (!pc.fixture)
+        return Status::bad_input("case '" + options.case_id + "': no fixture in " + fixtures_dir +
+                                 "/manifest.json holds problem " + id->problem.to_string());
+    }
+    std::vector<std::pair<DeviceRuntime*, std::string>> devs;
+    DNNB_TRY(device_for(id->backend, id->device_index, "", devs));
+    pc.device = devs.empty() ? nullptr : devs[0].first;
+    pc.skip_reason = devs.empty() ? "no device" : devs[0].second;
+    if (pc.device) pc.id.device_index = device_index(pc.device);
+    plan.push_back(pc);
+    return plan;
+  }
+
+  std::string backend_filter = options.backend, variant_filter;
+  bool variant_given = false;
+  if (auto slash = backend_filter.find('/'); slash != std::string::npos) {
+    variant_filter = backend_filter.substr(slash + 1);
+    backend_filter = backend_filter.substr(0, slash);
+    variant_given = true;
+  }
+  if (!backend_filter.empty() && !find_backend(backend_filter))
+    return Status::bad_input("--backend: unknown backend '" + backend_filter + "'");
+  std::optional<DType> dtype_filter;
+  if (!options.dtype.empty()) {
+    dtype_filter = parse_dtype(options.dtype);
+    if (!dtype_filter) return Status::bad_input("--dtype: unknown dtype '" + options.dtype + "'");
+  }
+  if (!options.device.empty() && options.device.find(':') == std::string::npos)
+    return Status::bad_input("--device: '" + options.device + "' is not an id like cpu:0, cuda:0 or opencl:0.0");
+
+  bool any_op = false;
+  for (const auto& spec : reg.ops()) {
+    if (!glob_match(options.op_glob, spec.name)) continue;
+    any_op = true;
+    for (const Implementation* impl : reg.implementations_of(spec.name)) {
+      if (!backend_filter.empty() && impl->backend != backend_filter) continue;
+      if (variant_given && impl->variant != variant_filter) continue;
+      std::vector<std::pair<DeviceRuntime*, std::string>> devs;
+      DNNB_TRY(device_for(impl->backend, "", options.device, devs));
+      for (auto& [device, why] : devs) {
+        for (DType dtype : impl->dtypes) {
+          if (std::find(spec.dtypes.begin(), spec.dtypes.end(), dtype) == spec.dtypes.end()) continue;
+          if (dtype_filter && dtype != *dtype_filter) continue;
+          auto add = [&](Problem problem, const FixtureEntry* fixture) {
+            PlannedCase pc;
+            pc.id.problem = std::move(problem);
+            pc.id.backend = impl->backend;
+            pc.id.variant = impl->variant;
+            pc.id.device_index = device_index(device);
+            pc.spec = &spec;
+            pc.impl = impl;
+            pc.device = device;
+            pc.skip_reason = why;
+            pc.fixture = fixture;
+            plan.push_back(std::move(pc));
+          };
+          if (options.fixtures)
+            for (const FixtureEntry* e : manifest.cases_for(spec.name, dtype)) add(*Problem::parse(e->problem), e);
+          if (options.random && impl->backend != "reference") {
+            for (const auto& text : spec.check_problems) {
+              auto p = Problem::parse(spec.name + ":" + dtype_name(dtype) + ":" + text);
+              if (!p) return Status::bad_input("op " + spec.name + ": check problem '" + text + "': " + p.status().message);
+              add(*p, nullptr);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any_op) return Status::bad_input("--op: no op matches '" + options.op_glob + "' (see `dnnblocks list`)");
+  return plan;
+}
+
+CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, const CheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult r;
+  r.case_id = pc.id.to_string();
+  r.device = pc.device ? pc.device->info().id : "";
+  r.source = pc.fixture ? "fixture " + pc.fixture->path : "random seed=" + hex64(pc.id.problem.seed());
+  auto finish = [&](Status s) {
+    r.status = s.code;
+    r.reason = s.message;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  if (!pc.device) return finish(Status::skipped(pc.skip_reason));
+  const Problem& problem = pc.id.problem;
+  auto sig = pc.spec->signature(problem);
+  if (!sig) return finish(Status::bad_input(r.case_id + ": " + sig.status().message));
+  Status support = pc.impl->supports(problem, *pc.device);
+  if (!support.is_ok()) return finish(support);
+
+  CaseData data;
+  Status loaded = pc.fixture ? load_fixture_data(pc, manifest, *sig, data) : make_random_data(pc, *sig, data);
+  if (!loaded.is_ok()) return finish(loaded);
+
+  DeviceRuntime& device = *pc.device;
+  OpCall call{problem, device, {}, {}};
+  for (size_t i = 0; i < sig->inputs.size(); ++i) {
+    auto t = make_device_input(device, sig->inputs[i]);
+    if (!t) return finish(t.status());
+    Status s = copy_tensor(*t, data.inputs[i]);
+    if (!s.is_ok()) return finish(s);
+    call.inputs.push_back(*t);
+  }
+  std::vector<GuardedOutput> outputs;
+  for (const auto& spec : sig->outputs) {
+    auto g = make_guarded_output(device, spec);
+    if (!g) return finish(g.status());
+    outputs.push_back(*g);
+    call.outputs.push_back(g->view);
+  }
+
+  std::vector<std::vector<uint8_t>> first_bodies;
+  const int runs = options.bitwise ? 2 : 1;
+  for (int run = 0; run < runs; ++run) {
+    for (auto& o : outputs) {
+      Status s = poison(device, o);
+      if (!s.is_ok()) return finish(s);
+    }
+    Status ran = pc.impl->run(call);
+    if (!ran.is_ok()) return finish(ran);
+    Status synced = device.synchronize();
+    if (!synced.is_ok()) return finish(synced);
+    std::vector<std::vector<uint8_t>> bodies(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Status s = read_guarded(device, outputs[i], bodies[i]);
+      if (!s.is_ok()) return finish(s);
+    }
+    if (run == 0) {
+      first_bodies = std::move(bodies);
+    } else {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        size_t differ = 0;
+        for (size_t b = 0; b < bodies[i].size(); ++b) differ += bodies[i][b] != first_bodies[i][b];
+        if (differ)
+          return finish(Status::mismatch("not bitwise reproducible: " + std::to_string(differ) + " bytes of output '" +
+                                         sig->outputs[i].name + "' differ between two runs"));
+      }
+    }
+  }
+
+  Status verdict = Status::ok();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorSpec& spec = sig->outputs[i];
+    auto host = empty_tensor(scratch_host(), spec.dtype, spec.shape);
+    if (!host) return finish(host.status());
+    std::memcpy(host->host_data(), first_bodies[i].data(), first_bodies[i].size());
+    OutputResult o;
+    o.name = spec.name;
+    o.tolerance = tolerance_for(pc.spec->tolerance, spec.dtype, rms_of(data.expected[i]));
+    o.ours = compare_outputs(*host, data.expected[i], o.tolerance);
+    std::string why;
+    bool pass = metrics_pass(o.ours, &why);
+    if (data.torch[i].buffer) {
+      o.has_torch = true;
+      o.torch = compare_outputs(data.torch[i], data.expected[i], o.tolerance);
+      // PyTorch itself outside the policy (it rounds intermediates to the dtype): being no
+      // less accurate than PyTorch passes. docs/conformance.md gives the reason.
+      if (!pass && o.ours.nan_mismatch == 0 && o.ours.inf_mismatch == 0 && !metrics_pass(o.torch, nullptr) &&
+          o.torch.nan_mismatch == 0 && o.ours.max_abs <= o.torch.max_abs && o.ours.rel_l2 <= o.torch.rel_l2) {
+        pass = true;
+        o.within_torch = true;
+      }
+    }
+    if (!pass && verdict.is_ok()) verdict = Status::mismatch("output '" + spec.name + "': " + why);
+    r.outputs.push_back(o);
+  }
+  return finish(verdict);
+}
+
+CheckSummary summarize(const std::vector<CaseResult>& results) {
+  CheckSummary s;
+  for (const auto& r : results) {
+    switch (r.status) {
+      case StatusCode::ok: ++s.passed; break;
+      case StatusCode::mismatch:
+      case StatusCode::error: ++s.failed; break;
+      case StatusCode::skipped: ++s.skipped; break;
+      case StatusCode::unsupported: ++s.unsupported; break;
+      case StatusCode::bad_input: ++s.bad_input; break;
+    }
+  }
+  return s;
+}
+
+namespace {
+nlohmann::json metrics_json(const Metrics& m) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"count", m.count},          {"max_abs", num(m.max_abs)},       {"max_rel", num(m.max_rel)},
+          {"rel_l2", num(m.rel_l2)},   {"nan_mismatch", m.nan_mismatch},  {"inf_mismatch", m.inf_mismatch},
+          {"max_ulp", m.max_ulp},      {"violations", m.violations},      {"worst_coord", m.worst_coord},
+          {"worst_got", num(m.worst_got)}, {"worst_expected", num(m.worst_expected)},
+          {"zero_fraction", m.zero_fraction}};
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json outs = nlohmann::json::array();
+    for (const auto& o : r.outputs) {
+      nlohmann::json j = {{"name", o.name},
+                          {"tolerance", {{"rtol", o.tolerance.rtol}, {"atol", o.tolerance.atol}}},
+                          {"metrics", metrics_json(o.ours)},
+                          {"within_torch_error", o.within_torch}};
+      if (o.has_torch) j["torch_metrics"] = metrics_json(o.torch);
+      outs.push_back(j);
+    }
+    cases.push_back({{"case", r.case_id}, {"device", r.device},   {"source", r.source},
+                     {"verdict", r.verdict()}, {"reason", r.reason}, {"seconds", r.seconds},
+                     {"outputs", outs}});
+  }
+  CheckSummary s = summarize(results);
+  return {{"schema_version", 1},
+          {"summary", {{"passed", s.passed}, {"failed", s.failed}, {"skipped", s.skipped},
+                       {"unsupported", s.unsupported}, {"bad_input", s.bad_input}}},
+          {"cases", cases}};
+}
+
+std::string results_to_junit(const std::vector<CaseResult>& results) {
+  CheckSummary s = summarize(results);
+  double total = 0;
+  for (const auto& r : results) total += r.seconds;
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites><testsuite name=\"dnnblocks.check\" tests=\"" << results.size() << "\" failures=\""
+    << s.failed << "\" errors=\"" << s.bad_input << "\" skipped=\"" << (s.skipped + s.unsupported) << "\" time=\""
+    << total << "\">\n";
+  for (const auto& r : results) {
+    const std::string op = r.case_id.substr(0, r.case_id.find(':'));
+    const std::string where = r.case_id.substr(r.case_id.rfind('@') + 1);
+    x << "  <testcase classname=\"" << xml_escape(op + "." + where) << "\" name=\"" << xml_escape(r.case_id)
+      << "\" time=\"" << r.seconds << "\">";
+    if (r.failed()) x << "<failure message=\"" << xml_escape(r.reason) << "\"/>";
+    else if (r.status == StatusCode::bad_input) x << "<error message=\"" << xml_escape(r.reason) << "\"/>";
+    else if (r.status != StatusCode::ok) x << "<skipped message=\"" << xml_escape(r.reason) << "\"/>";
+    x << "</testcase>\n";
+  }
+  x << "</testsuite></testsuites>\n";
+  return x.str();
+}
+
+std::string repro_command(const CaseResult& r, const CheckOptions& options) {
+  std::string cmd = "dnnblocks check --case '" + r.case_id + "'";
+  if (!options.fixtures_dir.empty()) cmd += " --fixtures '" + options.fixtures_dir + "'";
+  if (options.bitwise) cmd += " --bitwise";
+  return cmd;
+}
+
+}  // namespace dnnb

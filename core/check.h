@@ -1,0 +1,77 @@
+// The conformance engine: plans cases (fixture cases from PyTorch, and fresh random cases
+// compared with the reference), runs each implementation on each device, and records every
+// cell; nothing stops at the first failure.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/compare.h"
+#include "core/fixtures.h"
+#include "core/registry.h"
+
+namespace dnnb {
+
+struct CheckOptions {
+  std::string op_glob = "*";
+  std::string backend;         // "" = all; "cuda" or "cuda/variant"
+  std::string dtype;           // "" = all
+  std::string device;          // "" = every device of the backend's kind; "cuda:0"
+  std::string case_id;         // exactly one case
+  std::string fixtures_dir;    // "" = default_fixtures_dir()
+  bool bitwise = false;        // run twice, require identical bits
+  bool fixtures = true;        // include fixture cases
+  bool random = true;          // include random cases (non-reference backends)
+};
+
+struct PlannedCase {
+  CaseId id;
+  const OpSpec* spec = nullptr;
+  const Implementation* impl = nullptr;
+  DeviceRuntime* device = nullptr;     // null: absent, see skip_reason
+  std::string skip_reason;
+  const FixtureEntry* fixture = nullptr;
+};
+
+struct OutputResult {
+  std::string name;
+  Tolerance tolerance;
+  Metrics ours;
+  bool has_torch = false;
+  Metrics torch;                  // PyTorch's own error against the golden
+  bool within_torch = false;      // passed because no worse than PyTorch
+};
+
+struct CaseResult {
+  std::string case_id;
+  std::string device;             // "cuda:0" or "" when absent
+  std::string source;             // "fixture <path>" or "random seed=<hex>"
+  StatusCode status = StatusCode::ok;  // ok = PASS, mismatch/error = FAIL
+  std::string reason;
+  std::vector<OutputResult> outputs;
+  double seconds = 0;
+
+  const char* verdict() const;    // PASS FAIL SKIP UNSUPPORTED BAD_INPUT ERROR
+  bool failed() const { return status == StatusCode::mismatch || status == StatusCode::error; }
+};
+
+struct CheckSummary {
+  int passed = 0, failed = 0, skipped = 0, unsupported = 0, bad_input = 0;
+  int exit_code() const { return bad_input > 0 ? 2 : failed > 0 ? 1 : 0; }
+};
+
+// bad_input for an unknown op/backend/dtype/device, a malformed case id or manifest.
+// Loads the fixture manifest into `manifest`; planned cases point into it, so it must
+// outlive them.
+Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest);
+CaseResult run_case(const PlannedCase& planned, const FixtureManifest& manifest, const CheckOptions& options);
+CheckSummary summarize(const std::vector<CaseResult>& results);
+
+nlohmann::json results_to_json(const std::vector<CaseResult>& results);
+std::string results_to_junit(const std::vector<CaseResult>& results);
+// The shell command that reruns one case.
+std::string repro_command(const CaseResult& r, const CheckOptions& options);
+
+}  // namespace dnnb

@@ -1,0 +1,13 @@
+// Each subcommand of the `dnnblocks` CLI lives in its own file and adds itself to the app.
+// A handler stores its exit code in `exit_code`: 0 ok, 1 a case failed, 2 bad input.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace dnnb::cli {
+
+void add_devices_command(CLI::App& app, int& exit_code);
+void add_list_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);
+void add_inspect_command(CLI::App& app, int& exit_code);
+
+}  // namespace dnnb::cli

@@ -1,0 +1,73 @@
+#include "core/device.h"
+
+#include <algorithm>
+
+namespace dnnb {
+
+const char* to_string(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda";
+    case DeviceKind::opencl: return "opencl";
+  }
+  return "?";
+}
+
+Buffer::~Buffer() {
+  if (device != nullptr && handle != nullptr) device->release(*this);
+}
+
+namespace {
+std::vector<DeviceProvider>& providers() {
+  static std::vector<DeviceProvider> list;
+  return list;
+}
+}  // namespace
+
+bool register_device_provider(DeviceProvider provider) {
+  providers().push_back(std::move(provider));
+  return true;
+}
+
+DeviceSet& DeviceSet::instance() {
+  static DeviceSet set;
+  return set;
+}
+
+DeviceSet::DeviceSet() {
+  auto list = providers();
+  std::stable_sort(list.begin(), list.end(), [](const DeviceProvider& a, const DeviceProvider& b) {
+    return static_cast<int>(a.kind) < static_cast<int>(b.kind);
+  });
+  for (const auto& provider : list) provider.discover(result_);
+}
+
+DeviceRuntime* DeviceSet::find(const std::string& id) const {
+  for (const auto& d : result_.devices)
+    if (d->info().id == id) return d.get();
+  return nullptr;
+}
+
+DeviceRuntime* DeviceSet::first(DeviceKind kind) const {
+  for (const auto& d : result_.devices)
+    if (d->info().kind == kind) return d.get();
+  return nullptr;
+}
+
+std::vector<DeviceRuntime*> DeviceSet::of_kind(DeviceKind kind) const {
+  std::vector<DeviceRuntime*> out;
+  for (const auto& d : result_.devices)
+    if (d->info().kind == kind) out.push_back(d.get());
+  return out;
+}
+
+std::string DeviceSet::absence_reason(DeviceKind kind) const {
+  if (first(kind) != nullptr) return "";
+  std::string reason;
+  for (const auto& a : result_.absences)
+    if (a.kind == kind) reason += (reason.empty() ? "" : "; ") + a.reason;
+  if (reason.empty()) reason = std::string("no ") + to_string(kind) + " support compiled into this build";
+  return reason;
+}
+
+}  // namespace dnnb

@@ -1,0 +1,96 @@
+// Devices as the core sees them: an id, what they can do, and a runtime that owns memory on
+// them. The core includes no CUDA or OpenCL header; devices/ implements these interfaces.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace dnnb {
+
+enum class DeviceKind { cpu, cuda, opencl };
+const char* to_string(DeviceKind kind);
+
+struct DeviceInfo {
+  std::string id;             // "cpu:0", "cuda:0", "opencl:1.0"
+  DeviceKind kind = DeviceKind::cpu;
+  std::string name;           // marketing name as the driver reports it
+  nlohmann::json capabilities = nlohmann::json::object();
+  // Theoretical peaks derived from the query; formulas in docs/devices.md.
+  // {"memory_bandwidth_bytes_per_s": x, "flops_per_s": {"f32": x, "bf16": x, ...}, "formula": {...}}
+  nlohmann::json peaks = nlohmann::json::object();
+};
+
+class DeviceRuntime;
+
+// Memory on one device. `handle` is a host pointer (cpu), a device pointer (cuda) or a
+// cl_mem (opencl); only code for that device kind interprets it.
+struct Buffer {
+  DeviceRuntime* device = nullptr;
+  void* handle = nullptr;
+  size_t bytes = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  virtual const DeviceInfo& info() const = 0;
+  // True when buffers are plain host memory the CPU can dereference.
+  virtual bool host_accessible() const { return false; }
+  virtual Result<BufferPtr> allocate(size_t bytes) = 0;
+  virtual Status upload(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) = 0;
+  virtual Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) = 0;
+  virtual Status synchronize() = 0;
+  // Called by ~Buffer; must not throw.
+  virtual void release(Buffer& buffer) noexcept = 0;
+};
+
+// Why a kind of device is absent on this machine ("no CUDA device: cudaGetDeviceCount
+// returned cudaErrorNoDevice"). Absences are reported, never fatal.
+struct DeviceAbsence {
+  DeviceKind kind;
+  std::string reason;
+};
+
+struct DiscoveryResult {
+  std::vector<std::unique_ptr<DeviceRuntime>> devices;
+  std::vector<DeviceAbsence> absences;
+};
+
+// devices/ registers one provider per kind (static registration in an OBJECT library).
+struct DeviceProvider {
+  DeviceKind kind;
+  std::function<void(DiscoveryResult&)> discover;
+};
+bool register_device_provider(DeviceProvider provider);
+
+// The devices of this machine, discovered once on first use, in kind order (cpu, cuda, opencl).
+class DeviceSet {
+ public:
+  static DeviceSet& instance();
+  const std::vector<std::unique_ptr<DeviceRuntime>>& devices() const { return result_.devices; }
+  const std::vector<DeviceAbsence>& absences() const { return result_.absences; }
+  DeviceRuntime* find(const std::string& id) const;
+  // The first device of a kind, or nullptr.
+  DeviceRuntime* first(DeviceKind kind) const;
+  std::vector<DeviceRuntime*> of_kind(DeviceKind kind) const;
+  // Reason a kind has no device, or "" if it has one.
+  std::string absence_reason(DeviceKind kind) const;
+
+ private:
+  DeviceSet();
+  DiscoveryResult result_;
+};
+
+// The host runtime (cpu:0) is always present; devices/ fills its info via the cpu provider.
+}  // namespace dnnb

@@ -1,0 +1,45 @@
+// The CUDA runtime of one device (cuda:N). Kernels in kernels/cuda launch on stream().
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "core/device.h"
+
+namespace dnnb {
+
+// Turns a failed CUDA call into an error Status naming the call, file and line.
+Status cuda_status(cudaError_t err, const char* call, const char* file, int line);
+#define DNNB_CUDA_TRY(call)                                                         \
+  do {                                                                              \
+    cudaError_t dnnb_err_ = (call);                                                 \
+    if (dnnb_err_ != cudaSuccess) return ::dnnb::cuda_status(dnnb_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+// After a kernel launch: the launch error, then (in checked builds) nothing else.
+#define DNNB_CUDA_CHECK_LAUNCH() DNNB_CUDA_TRY(cudaGetLastError())
+
+class CudaDevice final : public DeviceRuntime {
+ public:
+  CudaDevice(int ordinal, DeviceInfo info);
+  ~CudaDevice() override;
+  const DeviceInfo& info() const override { return info_; }
+  Result<BufferPtr> allocate(size_t bytes) override;
+  Status upload(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override;
+  Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
+  Status synchronize() override;
+  void release(Buffer& buffer) noexcept override;
+
+  int ordinal() const { return ordinal_; }
+  cudaStream_t stream() const { return stream_; }
+  // Makes this device current on the calling thread.
+  Status activate() const;
+  int sm_count() const { return sm_count_; }
+
+ private:
+  int ordinal_;
+  DeviceInfo info_;
+  cudaStream_t stream_ = nullptr;
+  int sm_count_ = 0;
+};
+
+}  // namespace dnnb

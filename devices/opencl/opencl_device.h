@@ -1,0 +1,73 @@
+// The OpenCL runtime of one device (opencl:P.D): context, in-order queue with profiling,
+// and a program cache so each kernel source is built once per device.
+#pragma once
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/device.h"
+
+namespace dnnb {
+
+const char* opencl_error_name(cl_int err);
+Status opencl_status(cl_int err, const char* call, const char* file, int line);
+#define DNNB_CL_TRY(call)                                                             \
+  do {                                                                                \
+    cl_int dnnb_cl_err_ = (call);                                                     \
+    if (dnnb_cl_err_ != CL_SUCCESS) return ::dnnb::opencl_status(dnnb_cl_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+class OpenCLDevice final : public DeviceRuntime {
+ public:
+  OpenCLDevice(cl_platform_id platform, cl_device_id device, DeviceInfo info);
+  ~OpenCLDevice() override;
+  // Creates the context and the profiling queue; discovery calls it once and reports a
+  // device whose init fails as an absence.
+  Status init();
+  const DeviceInfo& info() const override { return info_; }
+  Result<BufferPtr> allocate(size_t bytes) override;
+  Status upload(Buffer& dst, size_t dst_offset, const void* src, size_t bytes) override;
+  Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
+  Status synchronize() override;
+  void release(Buffer& buffer) noexcept override;
+
+  cl_context context() const { return context_; }
+  cl_device_id device_id() const { return device_; }
+  cl_command_queue queue() const { return queue_; }
+  bool has_extension(const std::string& name) const;
+  size_t max_work_group_size() const { return max_work_group_size_; }
+  size_t local_mem_size() const { return local_mem_size_; }
+  // A device buffer of at least `bytes`, reused between calls (for per-row partials that a
+  // second kernel reduces). Valid until the next scratch() call on this device.
+  Result<cl_mem> scratch(size_t bytes);
+  // Builds `source` with `options` once per device (cached by name + options). A build
+  // failure returns an error whose message holds the full build log.
+  Result<cl_program> program(const std::string& name, const std::string& source,
+                             const std::string& options = "");
+  // A kernel object from a cached program (created once, cached; not thread-safe to share
+  // between concurrent launches, which the harness never does).
+  Result<cl_kernel> kernel(const std::string& program_name, const std::string& source,
+                           const std::string& kernel_name, const std::string& options = "");
+
+ private:
+  cl_platform_id platform_;
+  cl_device_id device_;
+  DeviceInfo info_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  size_t max_work_group_size_ = 0;
+  size_t local_mem_size_ = 0;
+  std::string extensions_;
+  std::mutex mutex_;
+  std::map<std::string, cl_program> programs_;
+  std::map<std::string, cl_kernel> kernels_;
+  cl_mem scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace dnnb

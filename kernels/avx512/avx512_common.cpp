@@ -1,0 +1,111 @@
+#include "kernels/avx512/avx512_common.h"
+
+#include <omp.h>
+
+#include "devices/cpu/cpu_features.h"
+
+namespace dnnb::avx512 {
+
+const bool has_native_bf16 = cpu_features().avx512_bf16_usable();
+
+Status cpu_status() {
+  const CpuFeatures& f = cpu_features();
+  std::string missing;
+  auto need = [&](bool have, const char* name) {
+    if (have) return;
+    if (!missing.empty()) missing += '/';
+    missing += name;
+  };
+  need(f.avx512f, "avx512f");
+  need(f.avx512bw, "avx512bw");
+  need(f.avx512vl, "avx512vl");
+  need(f.avx512dq, "avx512dq");
+  need(f.fma, "fma");
+  need(f.f16c, "f16c");
+  if (!missing.empty()) return Status::skipped("cpu lacks " + missing);
+  if (!f.os_avx512) return Status::skipped("the OS does not save AVX-512 register state (XCR0)");
+  return Status::ok();
+}
+
+Status common_supports(const Problem& problem, const DeviceRuntime& device,
+                       const std::vector<DType>& dtypes) {
+  DNNB_TRY(cpu_status());
+  if (!device.host_accessible())
+    return Status::unsupported("avx512 kernels run on host memory, not on " + device.info().id);
+  if (std::find(dtypes.begin(), dtypes.end(), problem.dtype) == dtypes.end())
+    return Status::unsupported(std::string("avx512 ") + problem.op + " has no " +
+                               dtype_name(problem.dtype) + " kernel");
+  return Status::ok();
+}
+
+namespace {
+Result<HostRows> rows_of(const Tensor& t) {
+  void* data = t.host_data();
+  if (data == nullptr) return Status::bad_input("avx512: tensor " + t.describe() + " is not in host memory");
+  auto index = row_index(t);
+  if (!index) return index.status();
+  HostRows h;
+  h.data = static_cast<char*>(data);
+  h.index = *index;
+  h.index.offset = 0;  // data already points at the view's element 0
+  h.element_size = t.element_size();
+  return h;
+}
+}  // namespace
+
+Result<HostRows> host_rows(const Tensor& t) { return rows_of(t); }
+
+Result<HostRows> host_rows_broadcast(const Tensor& t, const Shape& shape) {
+  auto view = t.broadcast_to(shape);
+  if (!view) return view.status();
+  return rows_of(*view);
+}
+
+Result<HostRows> host_elements(const Tensor& t) {
+  Tensor column = t;
+  column.shape.push_back(1);
+  column.strides.push_back(1);
+  return rows_of(column);
+}
+
+int max_threads() { return omp_get_max_threads(); }
+
+void parallel_tasks(int64_t tasks, int64_t total_elements, const std::function<void(int64_t)>& f) {
+  const bool parallel = tasks > 1 && total_elements >= kMinParallelElements && max_threads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) f(t);
+}
+
+RowChunks plan_row_chunks(int64_t rows, int64_t cols) {
+  RowChunks plan;
+  plan.rows = rows;
+  plan.cols = cols;
+  plan.chunk_cols = cols;
+  const int64_t threads = max_threads();
+  // Split only when rows alone leave threads idle and each piece is still worth a task.
+  constexpr int64_t kMinChunkCols = 8 * 1024;
+  if (rows >= threads || cols < 2 * kMinChunkCols || rows * cols < kMinParallelElements) return plan;
+  int64_t chunks = std::min((threads + rows - 1) / rows, cols / kMinChunkCols);
+  int64_t chunk_cols = (cols + chunks - 1) / chunks;
+  chunk_cols = (chunk_cols + 15) / 16 * 16;
+  plan.chunk_cols = chunk_cols;
+  plan.chunks = (cols + chunk_cols - 1) / chunk_cols;
+  return plan;
+}
+
+bool register_kernel(const std::string& op, std::vector<DType> dtypes,
+                     std::function<Status(const Problem&, const DeviceRuntime&)> supports,
+                     std::function<Status(OpCall&)> run) {
+  Implementation impl;
+  impl.op = op;
+  impl.backend = "avx512";
+  impl.dtypes = dtypes;
+  impl.supports = [dtypes, supports = std::move(supports)](const Problem& p, const DeviceRuntime& d) {
+    DNNB_TRY(common_supports(p, d, dtypes));
+    return supports ? supports(p, d) : Status::ok();
+  };
+  impl.run = std::move(run);
+  return Registry::instance().add_implementation(std::move(impl));
+}
+
+}  // namespace dnnb::avx512

@@ -1,0 +1,246 @@
+// Shared pieces of the AVX-512 kernels: the target attribute, the three storage formats
+// (f32, f16, bf16) as load/store traits, row access with gather/scatter for strided views,
+// the CPU check every supports() starts with, and the OpenMP task loops.
+//
+// Files are compiled for the baseline ISA. Every function that touches a 512-bit register
+// carries DNNB_AVX512, so the binary still starts on a CPU without AVX-512 and the kernels
+// report SKIP there (avx512_cpu_status). Parallel loops live in plain functions that call
+// DNNB_AVX512 functions per task: OpenMP's outlined bodies then never need the target.
+#pragma once
+// GCC 12's AVX-512 headers build masked results from _mm512_undefined_*(), which
+// -W(maybe-)uninitialized reports once inlined (GCC bug 105593): silenced for the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/registry.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+#define DNNB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
+#define DNNB_AVX512_INLINE DNNB_AVX512 inline __attribute__((always_inline))
+
+namespace dnnb::avx512 {
+
+// ok when this CPU and OS can run the kernels, else skipped naming what is missing.
+Status cpu_status();
+// cpu_status, then: the device is host memory and the dtype is one the kernel was built for.
+Status common_supports(const Problem& problem, const DeviceRuntime& device,
+                       const std::vector<DType>& dtypes);
+// True when VCVTNEPS2BF16 may be used (read once; BF16::store checks it per vector).
+extern const bool has_native_bf16;
+
+inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// ---- Storage formats: 16 lanes in and out of f32 ---------------------------------------
+
+struct F32 {
+  using storage = float;
+  static constexpr DType dtype = DType::f32;
+  DNNB_AVX512_INLINE static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  DNNB_AVX512_INLINE static __m512 load(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+  DNNB_AVX512_INLINE static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+  DNNB_AVX512_INLINE static void store(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+  static float to_float(float v) { return v; }
+  static float from_float(float v) { return v; }
+};
+
+struct F16 {
+  using storage = uint16_t;
+  static constexpr DType dtype = DType::f16;
+  DNNB_AVX512_INLINE static __m512 load(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  DNNB_AVX512_INLINE static __m512 load(const uint16_t* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+  // Round to nearest even; overflow to Inf, subnormals kept, NaN stays NaN (as torch).
+  DNNB_AVX512_INLINE static __m256i encode(__m512 v) {
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), encode(v));
+  }
+  DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v, __mmask16 m) {
+    _mm256_mask_storeu_epi16(p, m, encode(v));
+  }
+  static float to_float(uint16_t v) { return f16_to_f32(v); }
+  static uint16_t from_float(float v) { return f32_to_f16(v); }
+};
+
+struct BF16 {
+  using storage = uint16_t;
+  static constexpr DType dtype = DType::bf16;
+  DNNB_AVX512_INLINE static __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  DNNB_AVX512_INLINE static __m512 load(const uint16_t* p) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  DNNB_AVX512_INLINE static __m512 load(const uint16_t* p, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+  // Integer round-to-nearest-even on the top 16 bits, NaN made quiet: torch's encoder.
+  DNNB_AVX512_INLINE static __m256i encode_integer(__m512 v) {
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i bias = _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff));
+    __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, bias), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    rounded = _mm512_mask_mov_epi32(rounded, nan, quiet);
+    return _mm512_cvtepi32_epi16(rounded);
+  }
+  // VCVTNEPS2BF16 rounds to nearest even and quiets NaN like torch, but flushes subnormal
+  // inputs to zero (measured on Zen 4, and so documented by Intel): those lanes, rare, are
+  // redone with the integer encoder so that results match torch bit for bit.
+  DNNB_AVX512_INLINE static __m256i encode(__m512 v) {
+    if (!has_native_bf16) return encode_integer(v);
+    __m256i native = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+    const __mmask16 subnormal = _mm512_fpclass_ps_mask(v, 0x20);
+    if (__builtin_expect(subnormal != 0, 0))
+      native = _mm256_mask_mov_epi16(native, subnormal, encode_integer(v));
+    return native;
+  }
+  DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), encode(v));
+  }
+  DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v, __mmask16 m) {
+    _mm256_mask_storeu_epi16(p, m, encode(v));
+  }
+  static float to_float(uint16_t v) { return bf16_to_f32(v); }
+  static uint16_t from_float(float v) { return f32_to_bf16(v); }
+};
+
+// Calls f(F32{}), f(F16{}) or f(BF16{}) for the dtype: one instantiation per format.
+template <class F>
+Status with_format(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(F32{});
+    case DType::f16: return f(F16{});
+    case DType::bf16: return f(BF16{});
+    default: return Status::unsupported(std::string("avx512: no kernel for dtype ") + dtype_name(dtype));
+  }
+}
+
+// ---- Rows of a host tensor ---------------------------------------------------------------
+
+// One tensor as kernels address it: element (r, c) is at data + row_offset(r) + c*col_stride.
+struct HostRows {
+  char* data = nullptr;   // element 0 of the view (offset applied)
+  RowIndex index;
+  size_t element_size = 0;
+
+  int64_t rows() const { return index.rows; }
+  int64_t cols() const { return index.cols; }
+  int64_t col_stride() const { return index.col_stride; }
+  template <class T>
+  T* row(int64_t r) const {
+    return reinterpret_cast<T*>(data) + index.row_offset(r);
+  }
+};
+
+// Rows of `t` (a host tensor); unsupported if row_index cannot describe it.
+Result<HostRows> host_rows(const Tensor& t);
+// Rows of `t` broadcast to `shape` (stride 0 where repeated).
+Result<HostRows> host_rows_broadcast(const Tensor& t, const Shape& shape);
+// Every element of `t` as its own row (row(r)[0] is element r in row-major order): for
+// per-row outputs of reductions and for 1-D index tensors.
+Result<HostRows> host_elements(const Tensor& t);
+
+// A per-thread scratch area; `slot` separates buffers used at the same time.
+template <class T>
+T* scratch(int slot, int64_t count) {
+  thread_local std::vector<char> buffers[4];
+  std::vector<char>& b = buffers[slot];
+  const size_t bytes = static_cast<size_t>(count) * sizeof(T) + 64;
+  if (b.size() < bytes) b.resize(bytes);
+  return reinterpret_cast<T*>(b.data());
+}
+
+// Columns [c0, c0 + n) of row r as a contiguous array: the tensor itself when its columns
+// are unit-stride, else a gather into scratch `slot` (non-contiguous and broadcast views).
+template <class T>
+const T* read_span(const HostRows& t, int64_t r, int64_t c0, int64_t n, int slot) {
+  const T* p = t.row<const T>(r) + c0 * t.col_stride();
+  if (t.col_stride() == 1) return p;
+  T* s = scratch<T>(slot, n);
+  const int64_t stride = t.col_stride();
+  for (int64_t i = 0; i < n; ++i) s[i] = p[i * stride];
+  return s;
+}
+
+// Where to write columns [c0, c0 + n) of row r; commit_span() scatters when that was scratch.
+template <class T>
+T* write_span(const HostRows& t, int64_t r, int64_t c0, int64_t n, int slot) {
+  if (t.col_stride() == 1) return t.row<T>(r) + c0;
+  return scratch<T>(slot, n);
+}
+template <class T>
+void commit_span(const HostRows& t, int64_t r, int64_t c0, int64_t n, const T* written) {
+  if (t.col_stride() == 1) return;
+  T* p = t.row<T>(r) + c0 * t.col_stride();
+  for (int64_t i = 0; i < n; ++i) p[i * t.col_stride()] = written[i];
+}
+
+// ---- Threads -----------------------------------------------------------------------------
+
+// Below this many elements a kernel runs on the calling thread: waking the team costs more.
+constexpr int64_t kMinParallelElements = 32 * 1024;
+
+int max_threads();
+// f(task) for task in [0, tasks), over OpenMP threads when total_elements is large enough.
+void parallel_tasks(int64_t tasks, int64_t total_elements, const std::function<void(int64_t)>& f);
+
+// How a row-wise kernel cuts rows x cols into tasks: whole rows when there are enough rows
+// for every thread, otherwise each row in `chunks` column ranges of `chunk_cols` (a multiple
+// of 16) so that one long row still uses every core.
+struct RowChunks {
+  int64_t rows = 0, cols = 0, chunks = 1, chunk_cols = 0;
+  int64_t begin(int64_t chunk) const { return chunk * chunk_cols; }
+  int64_t size(int64_t chunk) const { return std::min(cols, begin(chunk) + chunk_cols) - begin(chunk); }
+};
+RowChunks plan_row_chunks(int64_t rows, int64_t cols);
+
+// A row reduction followed by a per-chunk finish: partial(r, c0, n) -> Stats for a column
+// range, merge(a, b) combines two (in column order, so results do not depend on timing),
+// finish(r, c0, n, total) runs once per chunk with the whole row's Stats (write passes).
+template <class Stats, class Partial, class Merge, class Finish>
+void for_each_row(int64_t rows, int64_t cols, Partial&& partial, Merge&& merge, Finish&& finish) {
+  const RowChunks plan = plan_row_chunks(rows, cols);
+  const int64_t total = rows * std::max<int64_t>(cols, 1);
+  if (plan.chunks == 1) {
+    parallel_tasks(rows, total, [&](int64_t r) { finish(r, 0, cols, partial(r, 0, cols)); });
+    return;
+  }
+  std::vector<Stats> parts(static_cast<size_t>(rows * plan.chunks));
+  parallel_tasks(rows * plan.chunks, total, [&](int64_t t) {
+    const int64_t c = t % plan.chunks;
+    parts[t] = partial(t / plan.chunks, plan.begin(c), plan.size(c));
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    Stats& whole = parts[r * plan.chunks];
+    for (int64_t c = 1; c < plan.chunks; ++c) whole = merge(whole, parts[r * plan.chunks + c]);
+  }
+  parallel_tasks(rows * plan.chunks, total, [&](int64_t t) {
+    const int64_t r = t / plan.chunks, c = t % plan.chunks;
+    finish(r, plan.begin(c), plan.size(c), parts[r * plan.chunks]);
+  });
+}
+
+// Registration helper: an Implementation of backend "avx512" (default variant).
+bool register_kernel(const std::string& op, std::vector<DType> dtypes,
+                     std::function<Status(const Problem&, const DeviceRuntime&)> supports,
+                     std::function<Status(OpCall&)> run);
+
+}  // namespace dnnb::avx512

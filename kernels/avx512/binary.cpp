@@ -1,0 +1,35 @@
+// add, sub, mul, div: y = a op b with numpy broadcasting of both to y's shape (a may be a
+// non-contiguous view: `layout`). One driver (elementwise.h), a table of four operators;
+// each is one correctly rounded f32 operation, then one rounding to the output dtype.
+#include "kernels/avx512/elementwise.h"
+
+namespace dnnb::avx512 {
+namespace {
+
+struct Add {
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_add_ps(v[0], v[1]); }
+};
+struct Sub {
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_sub_ps(v[0], v[1]); }
+};
+struct Mul {
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_mul_ps(v[0], v[1]); }
+};
+struct Div {
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_div_ps(v[0], v[1]); }
+};
+
+template <class F>
+bool register_binary(const char* op) {
+  return register_kernel(op, {DType::f32, DType::f16, DType::bf16}, nullptr, [](OpCall& call) {
+    return elementwise<2>(call, {&call.inputs.at(0), &call.inputs.at(1)}, [](auto) { return F{}; });
+  });
+}
+
+DNNB_REGISTER(register_binary<Add>("add"));
+DNNB_REGISTER(register_binary<Sub>("sub"));
+DNNB_REGISTER(register_binary<Mul>("mul"));
+DNNB_REGISTER(register_binary<Div>("div"));
+
+}  // namespace
+}  // namespace dnnb::avx512

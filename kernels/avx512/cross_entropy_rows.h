@@ -1,0 +1,26 @@
+// What cross_entropy and cross_entropy_bwd share: the targets (validated once, on the
+// calling thread, so kernels never fail mid-way), the count of kept rows, and the online
+// logsumexp statistics of one row (softmax_row.h).
+#pragma once
+#include <vector>
+
+#include "kernels/avx512/softmax_row.h"
+
+namespace dnnb::avx512 {
+
+struct CrossEntropyTargets {
+  std::vector<int64_t> target;  // per row
+  int64_t ignore_index = -100;
+  int64_t kept = 0;             // rows whose target is not ignore_index
+  bool ignored(int64_t r) const { return target[r] == ignore_index; }
+};
+
+// Reads `target` (i64, one per row of logits) and checks every kept one is a class index.
+Result<CrossEntropyTargets> read_targets(const OpCall& call, int64_t rows, int64_t classes);
+
+template <class Fmt>
+DNNB_AVX512 OnlineSoftmax logits_stats(const typename Fmt::storage* x, int64_t n) {
+  return online_softmax_span(n, PlainLogits<Fmt>{x});
+}
+
+}  // namespace dnnb::avx512

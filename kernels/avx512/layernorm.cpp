@@ -1,0 +1,63 @@
+// layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance.
+// Statistics in one pass over memory: each 4096-column block gets an exact two-pass mean and
+// sum of squared deviations while it sits in L1, and blocks (and column chunks) merge with
+// Chan's update (row_reduce.h), so there is no sum/sum-of-squares cancellation for rows with
+// a large mean. A second pass writes y.
+#include "kernels/avx512/row_reduce.h"
+
+namespace dnnb::avx512 {
+namespace {
+
+template <class Fmt>
+DNNB_AVX512 void layernorm_write(const typename Fmt::storage* x, const typename Fmt::storage* w,
+                                 const typename Fmt::storage* b, int64_t n, float mean, float rstd,
+                                 typename Fmt::storage* y) {
+  const __m512 vmean = _mm512_set1_ps(mean), vrstd = _mm512_set1_ps(rstd);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 normalised = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i), vmean), vrstd);
+    Fmt::store(y + i, _mm512_fmadd_ps(normalised, Fmt::load(w + i), Fmt::load(b + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 normalised = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i, m), vmean), vrstd);
+    Fmt::store(y + i, _mm512_fmadd_ps(normalised, Fmt::load(w + i, m), Fmt::load(b + i, m)), m);
+  }
+}
+
+template <class Fmt>
+Status run_layernorm(OpCall& call) {
+  using T = typename Fmt::storage;
+  auto eps = call.problem.get_double("eps", 1e-5);
+  if (!eps) return eps.status();
+  const float epsilon = static_cast<float>(*eps);
+  auto x = host_rows(call.inputs.at(0));
+  if (!x) return x.status();
+  auto y = host_rows(call.outputs.at(0));
+  if (!y) return y.status();
+  std::vector<T> w_copy, b_copy;
+  auto w = contiguous_vector<T>(call.inputs.at(1), w_copy);
+  if (!w) return w.status();
+  auto b = contiguous_vector<T>(call.inputs.at(2), b_copy);
+  if (!b) return b.status();
+  const int64_t cols = x->cols();
+  for_each_row<MeanM2>(
+      x->rows(), cols,
+      [&](int64_t r, int64_t c0, int64_t n) { return mean_m2_span<Fmt>(read_span<T>(*x, r, c0, n, 0), n); },
+      merge_mean_m2,
+      [&](int64_t r, int64_t c0, int64_t n, const MeanM2& row) {
+        const float var = row.m2 / static_cast<float>(cols);
+        const float rstd = 1.0f / std::sqrt(var + epsilon);
+        T* dst = write_span<T>(*y, r, c0, n, 2);
+        layernorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, *b + c0, n, row.mean, rstd, dst);
+        commit_span(*y, r, c0, n, dst);
+      });
+  return Status::ok();
+}
+
+DNNB_REGISTER(register_kernel("layernorm", {DType::f32, DType::f16, DType::bf16}, nullptr, [](OpCall& call) {
+  return with_format(call.problem.dtype, [&](auto fmt) { return run_layernorm<decltype(fmt)>(call); });
+}));
+
+}  // namespace
+}  // namespace dnnb::avx512

@@ -1,0 +1,39 @@
+// lerp: y = a + w (b - a), w a scalar (`weight`, default 0.5) or a tensor broadcast to the
+// shape (`w`). Evaluated as torch does, from the nearer end: w < 0.5 ? a + w (b - a)
+// : b - (b - a)(1 - w), which keeps y == b at w == 1 and halves the error near it.
+#include "kernels/avx512/elementwise.h"
+
+namespace dnnb::avx512 {
+namespace {
+
+DNNB_AVX512_INLINE __m512 lerp_ps(__m512 a, __m512 b, __m512 w) {
+  const __m512 diff = _mm512_sub_ps(b, a);
+  const __m512 from_a = _mm512_fmadd_ps(w, diff, a);
+  const __m512 from_b = _mm512_fnmadd_ps(diff, _mm512_sub_ps(_mm512_set1_ps(1.0f), w), b);
+  const __mmask16 near_a = _mm512_cmp_ps_mask(_mm512_abs_ps(w), _mm512_set1_ps(0.5f), _CMP_LT_OQ);
+  return _mm512_mask_mov_ps(from_b, near_a, from_a);
+}
+
+struct LerpScalar {
+  float weight;
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return lerp_ps(v[0], v[1], _mm512_set1_ps(weight)); }
+};
+struct LerpTensor {
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return lerp_ps(v[0], v[1], v[2]); }
+};
+
+Status run_lerp(OpCall& call) {
+  const Tensor& a = call.inputs.at(0);
+  const Tensor& b = call.inputs.at(1);
+  if (call.inputs.size() >= 3)
+    return elementwise<3>(call, {&a, &b, &call.inputs[2]}, [](auto) { return LerpTensor{}; });
+  auto weight = call.problem.get_double("weight", 0.5);
+  if (!weight) return weight.status();
+  const float w = static_cast<float>(*weight);
+  return elementwise<2>(call, {&a, &b}, [w](auto) { return LerpScalar{w}; });
+}
+
+DNNB_REGISTER(register_kernel("lerp", {DType::f32, DType::f16, DType::bf16}, nullptr, run_lerp));
+
+}  // namespace
+}  // namespace dnnb::avx512

@@ -1,0 +1,64 @@
+// rmsnorm over the last dim: y = x / sqrt(mean(x^2) + eps) * w (form=torch, default) or
+// * (1 + w) (form=gemma). One pass for the f32 sum of squares (row_reduce.h; no
+// cancellation: all terms are positive), one pass to write y. Computed in f32 throughout
+// and rounded once, as the spec asks (Llama's module rounds before the weight multiply).
+#include "kernels/avx512/row_reduce.h"
+
+namespace dnnb::avx512 {
+namespace {
+
+template <class Fmt>
+DNNB_AVX512 void rmsnorm_write(const typename Fmt::storage* x, const typename Fmt::storage* w, int64_t n,
+                               float rstd, float weight_offset, typename Fmt::storage* y) {
+  const __m512 vrstd = _mm512_set1_ps(rstd), offset = _mm512_set1_ps(weight_offset);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 scale = _mm512_add_ps(Fmt::load(w + i), offset);
+    Fmt::store(y + i, _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i), vrstd), scale));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 scale = _mm512_add_ps(Fmt::load(w + i, m), offset);
+    Fmt::store(y + i, _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i, m), vrstd), scale), m);
+  }
+}
+
+template <class Fmt>
+Status run_rmsnorm(OpCall& call) {
+  using T = typename Fmt::storage;
+  auto eps = call.problem.get_double("eps", 1e-6);
+  if (!eps) return eps.status();
+  const float epsilon = static_cast<float>(*eps);
+  const std::string form = call.problem.get("form", "torch");
+  if (form != "torch" && form != "gemma")
+    return Status::bad_input("rmsnorm: form=" + form + " is not torch or gemma");
+  const float weight_offset = form == "gemma" ? 1.0f : 0.0f;
+  auto x = host_rows(call.inputs.at(0));
+  if (!x) return x.status();
+  auto y = host_rows(call.outputs.at(0));
+  if (!y) return y.status();
+  std::vector<T> w_copy;
+  auto w = contiguous_vector<T>(call.inputs.at(1), w_copy);
+  if (!w) return w.status();
+  const int64_t cols = x->cols();
+  for_each_row<float>(
+      x->rows(), cols,
+      [&](int64_t r, int64_t c0, int64_t n) {
+        return reduce_span<Fmt, Reduce::sum_squares>(read_span<T>(*x, r, c0, n, 0), n);
+      },
+      [](float a, float b) { return a + b; },
+      [&](int64_t r, int64_t c0, int64_t n, float sum_squares) {
+        const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + epsilon);
+        T* dst = write_span<T>(*y, r, c0, n, 2);
+        rmsnorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, n, rstd, weight_offset, dst);
+        commit_span(*y, r, c0, n, dst);
+      });
+  return Status::ok();
+}
+
+DNNB_REGISTER(register_kernel("rmsnorm", {DType::f32, DType::f16, DType::bf16}, nullptr, [](OpCall& call) {
+  return with_format(call.problem.dtype, [&](auto fmt) { return run_rmsnorm<decltype(fmt)>(call); });
+}));
+
+}  // namespace
+}  // namespace dnnb::avx512

@@ -1,0 +1,124 @@
+// One-row reductions shared by reduce.cpp, layernorm.cpp and rmsnorm.cpp: sum, sum of
+// squares about a shift, and max of a contiguous span. Four vector accumulators (64 partial
+// results) are folded into a running total every kBlock elements, so a sum adds at most
+// ~64 + n/kBlock terms in any one f32 chain.
+#pragma once
+#include <cmath>
+#include <limits>
+
+#include "kernels/avx512/avx512_common.h"
+
+namespace dnnb::avx512 {
+
+enum class Reduce { sum, sum_squares, max };
+
+template <Reduce K>
+struct Accumulate {
+  static constexpr bool is_max = K == Reduce::max;
+  DNNB_AVX512_INLINE static __m512 init() {
+    return is_max ? _mm512_set1_ps(-std::numeric_limits<float>::infinity()) : _mm512_setzero_ps();
+  }
+  DNNB_AVX512_INLINE static __m512 add(__m512 acc, __m512 v, __m512 shift) {
+    if constexpr (K == Reduce::max) return _mm512_max_ps(acc, v);
+    if constexpr (K == Reduce::sum_squares) {
+      const __m512 d = _mm512_sub_ps(v, shift);
+      return _mm512_fmadd_ps(d, d, acc);
+    }
+    return _mm512_add_ps(acc, v);
+  }
+  DNNB_AVX512_INLINE static __m512 combine(__m512 a, __m512 b) {
+    return is_max ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b);
+  }
+  DNNB_AVX512_INLINE static float horizontal(__m512 a) {
+    return is_max ? _mm512_reduce_max_ps(a) : _mm512_reduce_add_ps(a);
+  }
+  // Two partial results of one row (column chunks, in order).
+  static float merge(float a, float b) {
+    if constexpr (K == Reduce::max) return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+    return a + b;
+  }
+};
+
+constexpr int64_t kReduceBlock = 4096;
+
+// Sum, sum of (x - shift)^2, or max (NaN if any element is NaN) of p[0, n), in f32.
+template <class Fmt, Reduce K>
+DNNB_AVX512 float reduce_span(const typename Fmt::storage* p, int64_t n, float shift_value = 0.0f) {
+  using A = Accumulate<K>;
+  const __m512 shift = _mm512_set1_ps(shift_value);
+  __m512 total = A::init();
+  __mmask16 nan = 0;  // max only: VMAXPS drops NaN, so it is tracked on the side
+  for (int64_t b = 0; b < n; b += kReduceBlock) {
+    const int64_t end = std::min(n, b + kReduceBlock);
+    __m512 a0 = A::init(), a1 = A::init(), a2 = A::init(), a3 = A::init();
+    int64_t i = b;
+    for (; i + 64 <= end; i += 64) {
+      const __m512 v0 = Fmt::load(p + i), v1 = Fmt::load(p + i + 16);
+      const __m512 v2 = Fmt::load(p + i + 32), v3 = Fmt::load(p + i + 48);
+      a0 = A::add(a0, v0, shift);
+      a1 = A::add(a1, v1, shift);
+      a2 = A::add(a2, v2, shift);
+      a3 = A::add(a3, v3, shift);
+      if constexpr (A::is_max)
+        nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+    }
+    for (; i < end; i += 16) {
+      const __mmask16 m = tail_mask(std::min<int64_t>(16, end - i));
+      const __m512 v = Fmt::load(p + i, m);
+      a0 = _mm512_mask_mov_ps(a0, m, A::add(a0, v, shift));  // masked-off lanes add nothing
+      if constexpr (A::is_max) nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+    }
+    total = A::combine(total, A::combine(A::combine(a0, a1), A::combine(a2, a3)));
+  }
+  return nan ? NAN : A::horizontal(total);
+}
+
+// Mean and sum of squared deviations of a span, merged across spans with Chan's update.
+struct MeanM2 {
+  double count = 0;
+  float mean = 0;
+  float m2 = 0;
+};
+inline MeanM2 merge_mean_m2(const MeanM2& a, const MeanM2& b) {
+  const double count = a.count + b.count;
+  if (b.count == 0) return a;
+  if (a.count == 0) return b;
+  const float delta = b.mean - a.mean;
+  MeanM2 out;
+  out.count = count;
+  out.mean = a.mean + delta * static_cast<float>(b.count / count);
+  out.m2 = a.m2 + b.m2 + delta * delta * static_cast<float>(a.count * b.count / count);
+  return out;
+}
+
+// Exact two-pass statistics per kReduceBlock block (mean, then squares about it: the block
+// is still in L1 for the second pass), blocks merged with Chan's update: one pass over
+// memory without the cancellation of sum/sum-of-squares.
+template <class Fmt>
+MeanM2 mean_m2_span(const typename Fmt::storage* p, int64_t n) {
+  MeanM2 acc;
+  for (int64_t b = 0; b < n; b += kReduceBlock) {
+    const int64_t len = std::min(kReduceBlock, n - b);
+    MeanM2 block;
+    block.count = static_cast<double>(len);
+    block.mean = reduce_span<Fmt, Reduce::sum>(p + b, len) / static_cast<float>(len);
+    block.m2 = reduce_span<Fmt, Reduce::sum_squares>(p + b, len, block.mean);
+    acc = merge_mean_m2(acc, block);
+  }
+  return acc;
+}
+
+// A 1-D tensor (weights, biases) as a contiguous array: the tensor itself when unit-stride,
+// else a copy into `storage`.
+template <class T>
+Result<const T*> contiguous_vector(const Tensor& t, std::vector<T>& storage) {
+  auto e = host_elements(t);
+  if (!e) return e.status();
+  if (t.ndim() <= 1 && (t.ndim() == 0 || t.strides[0] == 1 || t.shape[0] <= 1))
+    return static_cast<const T*>(t.host_data());
+  storage.resize(static_cast<size_t>(e->rows()));
+  for (int64_t i = 0; i < e->rows(); ++i) storage[i] = *e->row<const T>(i);
+  return static_cast<const T*>(storage.data());
+}
+
+}  // namespace dnnb::avx512

@@ -1,0 +1,96 @@
+// softmax over the last dim: t = softcap > 0 ? c tanh(x/c) : x; z = scale t + mask;
+// y = e^(z - max z) / sum. Two passes over each row: online statistics (softmax_row.h),
+// then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
+// SDPA does). The mask is broadcast to x's shape (stride-0 rows/cols gathered per span).
+#include "kernels/avx512/softmax_row.h"
+
+namespace dnnb::avx512 {
+namespace {
+
+struct SoftmaxParams {
+  float scale = 1;
+  float softcap = 0;      // 0 = off
+  float inv_softcap = 0;
+};
+
+// z for 16 columns of x (and mask, when given); lanes outside m are -inf.
+template <class Fmt>
+struct SoftmaxLogits {
+  const typename Fmt::storage* x;
+  const typename Fmt::storage* mask;  // null: no mask
+  SoftmaxParams p;
+  DNNB_AVX512_INLINE __m512 operator()(int64_t i, __mmask16 m) const {
+    __m512 t = m == 0xffff ? Fmt::load(x + i) : Fmt::load(x + i, m);
+    if (p.softcap > 0)
+      t = _mm512_mul_ps(_mm512_set1_ps(p.softcap), tanh_ps(_mm512_mul_ps(t, _mm512_set1_ps(p.inv_softcap))));
+    __m512 z = _mm512_mul_ps(t, _mm512_set1_ps(p.scale));
+    if (mask != nullptr) z = _mm512_add_ps(z, m == 0xffff ? Fmt::load(mask + i) : Fmt::load(mask + i, m));
+    return _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), m, z);
+  }
+};
+
+template <class Fmt>
+DNNB_AVX512 OnlineSoftmax softmax_stats(const SoftmaxLogits<Fmt>& logits, int64_t n) {
+  return online_softmax_span(n, logits);
+}
+
+template <class Fmt>
+DNNB_AVX512 void softmax_write(const SoftmaxLogits<Fmt>& logits, int64_t n, const OnlineSoftmax& row,
+                               typename Fmt::storage* y) {
+  // All -inf: sum is 0, and y = e^(-inf - 0) * 0 = 0.
+  const bool empty = row.sum == 0;
+  const __m512 shift = _mm512_set1_ps(empty ? 0.0f : row.max);
+  const __m512 inv_sum = _mm512_set1_ps(empty ? 0.0f : 1.0f / row.sum);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+    const __m512 v = _mm512_mul_ps(exp_ps(_mm512_sub_ps(logits(i, m), shift)), inv_sum);
+    if (m == 0xffff) Fmt::store(y + i, v);
+    else Fmt::store(y + i, v, m);
+  }
+}
+
+template <class Fmt>
+Status run_softmax(OpCall& call) {
+  using T = typename Fmt::storage;
+  const Tensor& x_tensor = call.inputs.at(0);
+  SoftmaxParams p;
+  auto scale = call.problem.get_double("scale", 1.0);
+  if (!scale) return scale.status();
+  auto softcap = call.problem.get_double("softcap", 0.0);
+  if (!softcap) return softcap.status();
+  p.scale = static_cast<float>(*scale);
+  p.softcap = static_cast<float>(*softcap);
+  p.inv_softcap = p.softcap > 0 ? 1.0f / p.softcap : 0.0f;
+  auto x = host_rows(x_tensor);
+  if (!x) return x.status();
+  auto y = host_rows(call.outputs.at(0));
+  if (!y) return y.status();
+  const bool has_mask = call.inputs.size() >= 2;
+  HostRows mask;
+  if (has_mask) {
+    auto mrows = host_rows_broadcast(call.inputs[1], x_tensor.shape);
+    if (!mrows) return mrows.status();
+    mask = *mrows;
+  }
+  // Scratch slots: 0 x, 1 mask, 2 y.
+  auto logits_at = [&](int64_t r, int64_t c0, int64_t n) {
+    return SoftmaxLogits<Fmt>{read_span<T>(*x, r, c0, n, 0), has_mask ? read_span<T>(mask, r, c0, n, 1) : nullptr, p};
+  };
+  for_each_row<OnlineSoftmax>(
+      x->rows(), x->cols(),
+      [&](int64_t r, int64_t c0, int64_t n) { return softmax_stats<Fmt>(logits_at(r, c0, n), n); },
+      merge_online,
+      [&](int64_t r, int64_t c0, int64_t n, const OnlineSoftmax& row) {
+        T* dst = write_span<T>(*y, r, c0, n, 2);
+        softmax_write<Fmt>(logits_at(r, c0, n), n, row, dst);
+        commit_span(*y, r, c0, n, dst);
+      });
+  return Status::ok();
+}
+
+DNNB_REGISTER(register_kernel("softmax", {DType::f32, DType::f16, DType::bf16}, nullptr, [](OpCall& call) {
+  return with_format(call.problem.dtype, [&](auto fmt) { return run_softmax<decltype(fmt)>(call); });
+}));
+
+}  // namespace
+}  // namespace dnnb::avx512

@@ -1,0 +1,306 @@
+// What every CUDA kernel file shares: dtype conversion and 16-byte vectors (device), tensors
+// seen as rows (RowView), warp/block reductions, and the host glue: the device check, data
+// pointers, dtype dispatch, stream-ordered scratch memory and registration.
+//
+// Numerics: every kernel loads its dtype, computes in f32 and rounds once to the output dtype
+// (round to nearest even, as torch's .to() does). Math functions are the accurate ones (expf,
+// tanhf, erff, logf; IEEE division); nothing here is built with fast-math.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+
+#include "core/registry.h"
+#include "core/tensor.h"
+#include "devices/cuda/cuda_device.h"
+
+namespace dnnb::cuda_kernels {
+
+// ---------------------------------------------------------------------------------------------
+// Dtypes on the device.
+
+template <typename T>
+inline constexpr DType kDType = DType::f32;
+template <>
+inline constexpr DType kDType<__half> = DType::f16;
+template <>
+inline constexpr DType kDType<__nv_bfloat16> = DType::bf16;
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Elements per 16-byte access: 4 x f32, 8 x f16/bf16. 16-byte loads are the widest a thread
+// can issue; they cut the instruction count per byte by 4 (f32) or 8 (16-bit types).
+template <typename T>
+inline constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+
+template <typename T>
+struct alignas(16) Vec16 {
+  T v[kVec<T>];
+};
+
+// ---------------------------------------------------------------------------------------------
+// Rows. A tensor is a batch of rows (core/tensor.h): element (r, c) is at
+// data[row_start(r) + c * col_stride]. `vec` says every row starts 16-byte aligned with unit
+// column stride, so whole vectors can be read with one 16-byte access.
+
+// Start of row r in elements. The common cases (one collapsed outer dim, or none) are one
+// multiply; several outer dims (broadcasts, transposed batches) take RowIndex::row_offset's
+// divisions, which kernels do once per row, never per element.
+__device__ __forceinline__ int64_t row_start(const RowIndex& ri, int64_t r) {
+  if (ri.outer_dims == 0) return 0;
+  if (ri.outer_dims == 1) return r * ri.stride[0];
+  return ri.row_offset(r);
+}
+
+template <typename T>
+struct RowView {
+  T* data = nullptr;  // element 0 of the view (the tensor's offset applied); nullptr = absent
+  RowIndex ri;
+  bool vec = false;
+
+  __device__ __forceinline__ T* row(int64_t r) const { return data + row_start(ri, r); }
+};
+
+// Reads the kVec elements of a row at columns [c, c + kVec) (c a multiple of kVec) into f32:
+// one 16-byte load when the view allows it and the vector is whole, else one load per element
+// (still coalesced across the warp for unit stride; stride 0 re-reads a broadcast element from
+// L1). Columns >= end read as `pad`.
+template <typename T>
+__device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const T* row, int64_t col_stride,
+                                         bool vec, int64_t c, int64_t end, float pad) {
+  if (vec && c + kVec<T> <= end) {
+    const Vec16<T> p = *reinterpret_cast<const Vec16<T>*>(row + c);
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) out[k] = to_float(p.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k)
+      out[k] = c + k < end ? to_float(row[(c + k) * col_stride]) : pad;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const RowView<T>& view,
+                                         const T* row, int64_t c, int64_t end, float pad) {
+  load_vec<T>(out, row, view.ri.col_stride, view.vec, c, end, pad);
+}
+
+// Writes columns [c, min(c + kVec, end)) of a row, rounding once to T.
+template <typename T>
+__device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, int64_t c, int64_t end,
+                                          const float (&in)[kVec<T>]) {
+  if (view.vec && c + kVec<T> <= end) {
+    Vec16<T> p;
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) p.v[k] = from_float<T>(in[k]);
+    *reinterpret_cast<Vec16<T>*>(row + c) = p;
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k)
+      if (c + k < end) row[(c + k) * view.ri.col_stride] = from_float<T>(in[k]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions. Butterfly (xor) shuffles leave the result in every lane; with a commutative op the
+// lanes hold bit-identical values. The order is fixed by the launch shape, so results are
+// deterministic run to run (no atomics anywhere in these kernels).
+
+struct SumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {  // fmaxf: a masked (-inf) element never wins; NaN-ness is not what softmax tracks
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Reduction over a group of `group` threads: one warp (group == 32) or the whole block
+// (group == blockDim.x, a multiple of 32). Every thread of the group gets the result.
+// `scratch` is 32 floats of shared memory that only this reduction call uses, so one barrier
+// suffices (no barrier is needed to protect it from the next reduction).
+template <typename Op>
+__device__ __forceinline__ float group_reduce(float v, Op op, float identity, int group,
+                                              float* scratch) {
+  v = warp_reduce(v, op);
+  if (group <= 32) return v;
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) scratch[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = lane < group / 32 ? scratch[lane] : identity;
+  return warp_reduce(v, op);
+}
+
+// Online softmax statistics: m = running max, s = sum of exp(x - m). Merging rescales the side
+// with the smaller max. Products and sum are rounded explicitly (no FMA contraction) so that
+// merge(a, b) == merge(b, a) bit for bit: every lane of a butterfly ends with the same pair.
+__device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, float s2) {
+  const float mn = fmaxf(m, m2);
+  if (mn == -INFINITY) return;  // both sides empty or fully masked: s == s2 == 0
+  s = __fadd_rn(__fmul_rn(s, expf(m - mn)), __fmul_rn(s2, expf(m2 - mn)));
+  m = mn;
+}
+
+__device__ __forceinline__ void group_reduce_max_sum(float& m, float& s, int group,
+                                                     float* scratch_m, float* scratch_s) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    merge_max_sum(m, s, m2, s2);
+  }
+  if (group <= 32) return;
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) {
+    scratch_m[threadIdx.x >> 5] = m;
+    scratch_s[threadIdx.x >> 5] = s;
+  }
+  __syncthreads();
+  m = lane < group / 32 ? scratch_m[lane] : -INFINITY;
+  s = lane < group / 32 ? scratch_s[lane] : 0.f;
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    merge_max_sum(m, s, m2, s2);
+  }
+}
+
+// Adds one element to online statistics (m, s). A fully masked prefix (m == -inf) keeps s = 0.
+__device__ __forceinline__ void online_add(float& m, float& s, float z) {
+  if (z > m) {
+    s = s * expf(m - z);  // m == -inf gives exp(-inf) = 0, and s was 0 anyway
+    m = z;
+  }
+  if (m != -INFINITY) s += expf(z - m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host glue.
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// Launch shape of a register-resident row kernel (softmax, layernorm, rmsnorm): each thread
+// holds `ept` elements (8 or 32, the two instantiations) of one row; `group` threads share a row.
+//  - cols <= 1024: a warp per row, 8 rows per 256-thread block (no barrier in the reductions).
+//  - cols <= kMaxRegisterCols: a block of cols / ept threads per row. With few rows (less than
+//    two blocks per SM) 8 elements per thread shorten each row's latency; with many, 32 per
+//    thread keep more rows in flight per SM.
+// The kernels' launch bounds follow: ept 8 up to 1024 threads (<= 64 registers), ept 32 up to
+// 512 threads (<= 128 registers: 32 floats of row plus addressing, without spills).
+inline constexpr int64_t kMaxRegisterCols = 512 * 32;
+
+template <int EPT>
+inline constexpr int kRegisterRowsMaxThreads = EPT == 8 ? 1024 : 512;
+
+struct RegisterRowsLaunch {
+  int ept;
+  int block;
+  int group;
+  int64_t grid;
+};
+
+inline RegisterRowsLaunch register_rows_launch(int64_t rows, int64_t cols, int sm_count) {
+  if (cols <= 32 * 32) return {cols <= 32 * 8 ? 8 : 32, 256, 32, ceil_div(rows, 8)};
+  const int ept = (rows < 2LL * sm_count && cols <= 8 * 1024) ? 8 : 32;
+  const int block = static_cast<int>(round_up(ceil_div(cols, ept), 32));
+  return {ept, block, block, rows};
+}
+
+// The CUDA device of a call, made current on this thread; an error for any other kind.
+Result<const CudaDevice*> cuda_device_of(OpCall& call);
+
+// ok when `t` has a buffer and the dtype `dtype`; names the tensor otherwise.
+Status expect_tensor(const Tensor& t, DType dtype, const char* what);
+
+template <typename T>
+T* data_ptr(const Tensor& t) {
+  return reinterpret_cast<T*>(static_cast<char*>(t.buffer->handle) +
+                              t.offset * static_cast<int64_t>(t.element_size()));
+}
+
+// True when every row of `ri` starting at `data` is 16-byte aligned and has unit stride.
+bool rows_vectorizable(const void* data, const RowIndex& ri, int vec_elements);
+
+template <typename T>
+Result<RowView<T>> make_row_view(const Tensor& t) {
+  auto ri = row_index(t);
+  if (!ri) return ri.status();
+  RowView<T> view;
+  view.data = data_ptr<T>(t);
+  view.ri = *ri;
+  view.vec = rows_vectorizable(view.data, *ri, kVec<T>);
+  return view;
+}
+
+// Calls f(T{}) with T = float, __half or __nv_bfloat16 for the problem's dtype. Without f16
+// (cross-entropy) the f16 kernels are never instantiated.
+template <bool kWithF16 = true, typename F>
+Status dispatch_float(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32:
+      return f(float{});
+    case DType::bf16:
+      return f(__nv_bfloat16{});
+    case DType::f16:
+      if constexpr (kWithF16) return f(__half{});
+      [[fallthrough]];
+    default:
+      return Status::unsupported(std::string("cuda kernels do not handle dtype ") +
+                                 dtype_name(dtype));
+  }
+}
+
+// Device memory for one run, allocated and freed in stream order on the device's stream (no
+// synchronisation) from a per-device pool that keeps its memory between runs, so the
+// allocation is cheap after the first call. The destructor frees it (for early error returns);
+// release() frees it and reports failure.
+class StreamScratch {
+ public:
+  static Result<StreamScratch> allocate(const CudaDevice& device, size_t bytes);
+  StreamScratch(StreamScratch&& other) noexcept;
+  StreamScratch& operator=(StreamScratch&&) = delete;
+  StreamScratch(const StreamScratch&) = delete;
+  ~StreamScratch();
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  Status release();
+
+ private:
+  StreamScratch(void* ptr, cudaStream_t stream) : ptr_(ptr), stream_(stream) {}
+  void* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Registers one CUDA implementation; `extra` adds op-specific checks to supports().
+bool register_cuda(std::string op, std::string variant, std::initializer_list<DType> dtypes,
+                   std::function<Status(OpCall&)> run,
+                   std::function<Status(const Problem&)> extra = {});
+
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,219 @@
+// Elementwise kernels for N inputs (1: activations, 2: add/sub/mul/div and lerp with a scalar
+// weight, 3: lerp with a weight tensor) and one output of the broadcast shape. Each op file
+// supplies a functor `float op(float...)`; its math runs in f32 and rounds once.
+//
+// Two kernels, chosen per call:
+//  - flat: every tensor contiguous with the output's shape and 16-byte aligned. The data is one
+//    long array; each thread reads kUnroll 16-byte vectors per input, all loads issued before the
+//    first use (32 bytes in flight per input per thread), then computes and stores. Bytes moved:
+//    (N + 1) * numel * sizeof(T), the minimum; expected ~90% of copy bandwidth at large sizes.
+//  - rows: anything else (broadcast inputs with stride 0, padded or transposed rows, odd
+//    alignment). One warp per segment of 32 * kUnroll * kVec columns of one row; the row starts
+//    of all tensors are computed once per warp (lane k computes tensor k's, then shuffles) so the
+//    64-bit divisions of a multi-dim RowIndex are off the per-element path. Per tensor: 16-byte
+//    loads when its rows allow it, else coalesced element loads (stride 1), an L1-cached re-read
+//    (stride 0), or strided element loads (transposed: each lane touches its own sector; the
+//    neighbouring rows that share those sectors run at the same time and hit L2).
+#pragma once
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace dnnb::cuda_kernels {
+
+inline constexpr int kFlatThreads = 256;
+inline constexpr int kFlatUnroll = 2;
+inline constexpr int kRowsWarps = 8;   // warps per block in the rows kernel
+inline constexpr int kRowsUnroll = 2;  // 16-byte vectors per lane per segment
+
+template <typename T, int N>
+struct FlatArgs {
+  const T* in[N];
+  T* out;
+  int64_t n;
+};
+
+template <typename T, int N>
+struct RowsArgs {
+  RowView<T> in[N];
+  RowView<T> out;
+  int64_t rows;
+  int64_t cols;
+  int64_t segs_per_row;
+};
+
+template <int N, typename Op>
+__device__ __forceinline__ float apply_op(const Op& op, const float (&x)[N]) {
+  if constexpr (N == 1) {
+    return op(x[0]);
+  } else if constexpr (N == 2) {
+    return op(x[0], x[1]);
+  } else {
+    return op(x[0], x[1], x[2]);
+  }
+}
+
+// Contiguous, aligned tensors: kUnroll vectors per thread, scalar tail in the last block.
+template <typename T, int N, typename Op>
+__global__ void __launch_bounds__(kFlatThreads) elementwise_flat_kernel(FlatArgs<T, N> a, Op op) {
+  constexpr int W = kVec<T>;
+  const int64_t nvec = a.n / W;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kFlatThreads * kFlatUnroll) + threadIdx.x;
+  Vec16<T> in[kFlatUnroll][N];
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const int64_t i = first + u * kFlatThreads;
+    if (i < nvec) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) in[u][k] = reinterpret_cast<const Vec16<T>*>(a.in[k])[i];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const int64_t i = first + u * kFlatThreads;
+    if (i < nvec) {
+      Vec16<T> out;
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        float x[N];
+#pragma unroll
+        for (int k = 0; k < N; ++k) x[k] = to_float(in[u][k].v[e]);
+        out.v[e] = from_float<T>(apply_op<N>(op, x));
+      }
+      reinterpret_cast<Vec16<T>*>(a.out)[i] = out;
+    }
+  }
+  if (blockIdx.x == gridDim.x - 1) {  // the n % W elements after the last whole vector
+    const int64_t i = nvec * W + threadIdx.x;
+    if (i < a.n) {
+      float x[N];
+#pragma unroll
+      for (int k = 0; k < N; ++k) x[k] = to_float(a.in[k][i]);
+      a.out[i] = from_float<T>(apply_op<N>(op, x));
+    }
+  }
+}
+
+// Any layout: one warp per row segment (see the file comment).
+template <typename T, int N, typename Op>
+__global__ void __launch_bounds__(kRowsWarps * 32) elementwise_rows_kernel(RowsArgs<T, N> a, Op op) {
+  constexpr int W = kVec<T>;
+  constexpr int64_t kSegCols = 32 * W * kRowsUnroll;
+  const int lane = threadIdx.x & 31;
+  const int64_t seg = static_cast<int64_t>(blockIdx.x) * kRowsWarps + (threadIdx.x >> 5);
+  if (seg >= a.rows * a.segs_per_row) return;
+  const int64_t row = seg / a.segs_per_row;
+  const int64_t seg_col = (seg % a.segs_per_row) * kSegCols;
+
+  int64_t my_start = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    if (lane == k) my_start = row_start(a.in[k].ri, row);
+  if (lane == N) my_start = row_start(a.out.ri, row);
+  const T* in_row[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) in_row[k] = a.in[k].data + __shfl_sync(0xffffffffu, my_start, k);
+  T* out_row = a.out.data + __shfl_sync(0xffffffffu, my_start, N);
+
+#pragma unroll
+  for (int j = 0; j < kRowsUnroll; ++j) {
+    const int64_t c = seg_col + (j * 32 + lane) * W;
+    if (c < a.cols) {
+      float x[N][W];
+#pragma unroll
+      for (int k = 0; k < N; ++k) load_vec<T>(x[k], a.in[k], in_row[k], c, a.cols, 0.f);
+      float y[W];
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        float args[N];
+#pragma unroll
+        for (int k = 0; k < N; ++k) args[k] = x[k][e];
+        y[e] = apply_op<N>(op, args);
+      }
+      store_vec<T>(out_row, a.out, c, a.cols, y);
+    }
+  }
+}
+
+// Launches the op on tensors that already have the output's shape (broadcast views allowed).
+template <typename T, int N, typename Op>
+Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>& in,
+                          const Tensor& out, const Op& op) {
+  const int64_t n = out.numel();
+  if (n == 0) return Status::ok();
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool flat = out.is_contiguous() && aligned(data_ptr<T>(out));
+  for (const Tensor& t : in) flat = flat && t.is_contiguous() && aligned(data_ptr<T>(t));
+  if (flat) {
+    FlatArgs<T, N> args;
+    for (int k = 0; k < N; ++k) args.in[k] = data_ptr<T>(in[k]);
+    args.out = data_ptr<T>(out);
+    args.n = n;
+    const int64_t blocks = std::max<int64_t>(1, ceil_div(n / kVec<T>, kFlatThreads * kFlatUnroll));
+    if (blocks > INT32_MAX) return Status::unsupported("tensor too large for one launch");
+    elementwise_flat_kernel<T, N, Op>
+        <<<static_cast<unsigned>(blocks), kFlatThreads, 0, device.stream()>>>(args, op);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  RowsArgs<T, N> args;
+  for (int k = 0; k < N; ++k) {
+    auto view = make_row_view<T>(in[k]);
+    if (!view) return view.status();
+    args.in[k] = *view;
+  }
+  auto out_view = make_row_view<T>(out);
+  if (!out_view) return out_view.status();
+  args.out = *out_view;
+  args.rows = args.out.ri.rows;
+  args.cols = args.out.ri.cols;
+  args.segs_per_row = ceil_div(args.cols, 32 * kVec<T> * kRowsUnroll);
+  const int64_t blocks = ceil_div(args.rows * args.segs_per_row, kRowsWarps);
+  if (blocks > INT32_MAX) return Status::unsupported("tensor too large for one launch");
+  elementwise_rows_kernel<T, N, Op>
+      <<<static_cast<unsigned>(blocks), kRowsWarps * 32, 0, device.stream()>>>(args, op);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+// Checks the call's tensors, broadcasts the inputs to the output's shape and launches `op` for
+// the problem's dtype. `names` are the inputs' names for error messages.
+template <int N, typename Op>
+Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, const Op& op) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != N || call.outputs.size() != 1)
+    return Status::bad_input("cuda " + call.problem.op + ": expected " + std::to_string(N) +
+                             " inputs and 1 output");
+  const Tensor& out = call.outputs[0];
+  DNNB_TRY(expect_tensor(out, call.problem.dtype, "y"));
+  std::array<Tensor, N> in;
+  for (int k = 0; k < N; ++k) {
+    DNNB_TRY(expect_tensor(call.inputs[k], call.problem.dtype, names[k]));
+    auto b = call.inputs[k].broadcast_to(out.shape);
+    if (!b) return b.status();
+    in[k] = *b;
+  }
+  return dispatch_float(call.problem.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    return launch_elementwise<T, N, Op>(**device, in, out, op);
+  });
+}
+
+// One activation y = op(x), registered for f32, f16 and bf16.
+template <typename Op>
+bool register_unary(const char* op_name, Op op) {
+  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16},
+                       [op](OpCall& call) { return run_elementwise<1>(call, {"x"}, op); });
+}
+
+// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape.
+template <typename Op>
+bool register_binary(const char* op_name, Op op) {
+  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16},
+                       [op](OpCall& call) { return run_elementwise<2>(call, {"a", "b"}, op); });
+}
+
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,24 @@
+// CUDA layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance,
+// eps default 1e-5 (F.layer_norm(x, (N,), w, b, eps)).
+// Kernels: kernels/cuda/norm_rows.cuh (row held in registers up to 16K columns).
+#include "kernels/cuda/norm_rows.cuh"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+Status run_layernorm(OpCall& call) {
+  auto eps = call.problem.get_double("eps", 1e-5);
+  if (!eps) return eps.status();
+  return run_norm_rows<true>(call, static_cast<float>(*eps), 0.f);
+}
+
+Status check_layernorm(const Problem& problem) {
+  auto eps = problem.get_double("eps", 1e-5);
+  return eps ? Status::ok() : eps.status();
+}
+
+DNNB_REGISTER(register_cuda("layernorm", "", {DType::f32, DType::f16, DType::bf16}, run_layernorm,
+                            check_layernorm));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels

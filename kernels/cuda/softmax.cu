@@ -1,0 +1,81 @@
+// CUDA softmax over the last dim: z = scale * (softcap ? c tanh(x / c) : x) + mask,
+// y = exp(z - max z) / sum; a fully masked (all -inf) row gives 0. The mask is broadcast to x's
+// shape (stride-0 dims) and may hold -inf.
+// Kernels: kernels/cuda/softmax_rows.cuh. Variants: "" holds each row on chip (registers up
+// to 16K columns, shared memory up to 51200) so x is read once and y written once; "two_pass"
+// always streams (online statistics pass, then a write pass that re-reads x), to measure what
+// holding the row on chip buys.
+#include "kernels/cuda/softmax_rows.cuh"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+struct SoftmaxParams {
+  float scale;
+  float softcap;
+};
+
+Result<SoftmaxParams> softmax_params(const Problem& problem) {
+  auto scale = problem.get_double("scale", 1.0);
+  if (!scale) return scale.status();
+  auto softcap = problem.get_double("softcap", 0.0);
+  if (!softcap) return softcap.status();
+  if (*softcap < 0) return Status::bad_input("softmax: softcap must be >= 0 (0 = off)");
+  return SoftmaxParams{static_cast<float>(*scale), static_cast<float>(*softcap)};
+}
+
+Status run_softmax(OpCall& call, bool two_pass) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  auto params = softmax_params(call.problem);
+  if (!params) return params.status();
+  if (call.inputs.empty() || call.inputs.size() > 2 || call.outputs.size() != 1)
+    return Status::bad_input("cuda softmax: expected inputs x [, mask] and output y");
+  const DType dtype = call.problem.dtype;
+  const Tensor& x = call.inputs[0];
+  const Tensor& y = call.outputs[0];
+  DNNB_TRY(expect_tensor(x, dtype, "x"));
+  DNNB_TRY(expect_tensor(y, dtype, "y"));
+  if (y.shape != x.shape) return Status::bad_input("cuda softmax: y must have x's shape");
+  std::optional<Tensor> mask;
+  if (call.inputs.size() == 2) {
+    DNNB_TRY(expect_tensor(call.inputs[1], dtype, "mask"));
+    auto broadcast = call.inputs[1].broadcast_to(x.shape);
+    if (!broadcast) return broadcast.status();
+    mask = *broadcast;
+  }
+  return dispatch_float(dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    SoftmaxArgs<T> a;
+    auto xv = make_row_view<T>(x);
+    if (!xv) return xv.status();
+    auto yv = make_row_view<T>(y);
+    if (!yv) return yv.status();
+    a.x = *xv;
+    a.y = *yv;
+    if (mask) {
+      auto mv = make_row_view<T>(*mask);
+      if (!mv) return mv.status();
+      a.mask = *mv;
+    }
+    a.rows = xv->ri.rows;
+    a.cols = xv->ri.cols;
+    a.scale = params->scale;
+    a.softcap = params->softcap;
+    a.inv_softcap = params->softcap > 0.f ? 1.f / params->softcap : 0.f;
+    return launch_softmax_rows<T>(**device, a, two_pass);
+  });
+}
+
+Status check_softmax(const Problem& problem) {
+  auto params = softmax_params(problem);
+  return params ? Status::ok() : params.status();
+}
+
+DNNB_REGISTER(register_cuda("softmax", "", {DType::f32, DType::f16, DType::bf16},
+                            [](OpCall& call) { return run_softmax(call, false); }, check_softmax));
+DNNB_REGISTER(register_cuda("softmax", "two_pass", {DType::f32, DType::f16, DType::bf16},
+                            [](OpCall& call) { return run_softmax(call, true); }, check_softmax));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,303 @@
+// Row softmax, shared by softmax and cross_entropy_bwd (whose gradient is a softmax minus a
+// one-hot, scaled):
+//   z = scale * (softcap > 0 ? softcap * tanh(x / softcap) : x) + mask
+//   p = exp(z - max z) / sum exp(z - max z), and p = 0 when every z is -inf
+//   y = (p - [c == target]) * row_scale
+// Softmax has no target and row_scale 1 (y = p exactly); cross-entropy backward has the row's
+// target and row_scale = 1 / kept rows (0 on ignored rows).
+//
+// Two kernels:
+//  - registers (cols <= 16384): the row is read once into registers (EPT floats per thread: 8
+//    or 32, 16-byte loads), then max, exp and sum run on registers and the row is written once.
+//    Bytes: x (+ mask) read once, y written once: the minimum. Launch shape: register_rows_launch
+//    (cuda_common.cuh). Expected ~85-90% of copy bandwidth at 8192 cols.
+//  - long (cols > 16384, or the "two_pass" variant): pass 1 streams the row keeping online
+//    statistics (running max m and sum s of exp(z - m), one rescale per 16-byte vector at most),
+//    merged across the block; pass 2 writes y. When the row's z fit in shared memory (up to
+//    kSoftmaxCacheBytes / 4 = 51200 columns) pass 1 keeps them there and pass 2 reads them back:
+//    x read once, y written once, as for the register kernel. Longer rows re-read x (and the
+//    mask) in pass 2. Few long rows are split over several blocks: a stats launch writes (m, s)
+//    per chunk, a write launch merges them (in a fixed order: deterministic) and writes its chunk
+//    (x read twice; such problems are small enough to stay in L2).
+#pragma once
+#include <algorithm>
+#include <optional>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace dnnb::cuda_kernels {
+
+inline constexpr int kSoftmaxLongUnroll = 4;
+inline constexpr int kSoftmaxLongThreads = 512;
+inline constexpr int64_t kSoftmaxCacheBytes = 200 * 1024;  // of the H100/H200's 227 KB per block
+
+template <typename T>
+struct SoftmaxArgs {
+  RowView<T> x;
+  RowView<T> mask;  // mask.data == nullptr: no mask
+  RowView<T> y;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  float scale = 1.f;
+  float softcap = 0.f;      // 0 = off
+  float inv_softcap = 0.f;
+  // cross_entropy_bwd only (target == nullptr for softmax)
+  const int64_t* target = nullptr;
+  int64_t target_stride = 0;
+  int64_t ignore_index = 0;
+  const int* kept_rows = nullptr;  // device count of rows whose target is not ignore_index
+  // launch shape
+  int group = 32;           // threads per row (registers kernel)
+  int64_t splits = 1;       // blocks per row (long kernel)
+  int64_t chunk = 0;        // columns per block (long kernel), a multiple of kVec<T>
+  bool cache_z = false;     // long kernel, fused: keep z in shared memory between the passes
+  float2* partials = nullptr;  // (m, s) per row chunk when splits > 1
+};
+
+// z for the vector of columns [c, c + kVec) of one row; columns >= end are -inf.
+template <typename T>
+__device__ __forceinline__ void load_logits(float (&z)[kVec<T>], const SoftmaxArgs<T>& a,
+                                            const T* x_row, const T* mask_row, int64_t c,
+                                            int64_t end) {
+  load_vec<T>(z, a.x, x_row, c, end, -INFINITY);
+  float add[kVec<T>];
+  if (mask_row != nullptr) {
+    load_vec<T>(add, a.mask, mask_row, c, end, 0.f);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) add[k] = 0.f;
+  }
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) {
+    if (c + k < end) {
+      float t = z[k];
+      if (a.softcap > 0.f) t = a.softcap * tanhf(t * a.inv_softcap);
+      z[k] = fmaf(a.scale, t, add[k]);  // a -inf mask entry gives -inf
+    }
+  }
+}
+
+// The one-hot column and scale of a row's output (see the file comment).
+struct RowOutput {
+  int64_t target;
+  float scale;
+};
+
+template <typename T>
+__device__ __forceinline__ RowOutput row_output(const SoftmaxArgs<T>& a, int64_t row) {
+  if (a.target == nullptr) return {-1, 1.f};
+  const int64_t t = a.target[row * a.target_stride];
+  if (t == a.ignore_index) return {-1, 0.f};
+  return {t, 1.f / static_cast<float>(*a.kept_rows)};
+}
+
+template <typename T>
+__device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, const RowOutput& out,
+                                            int64_t c, int64_t end, const float (&e)[kVec<T>],
+                                            float inv_sum) {
+  float o[kVec<T>];
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) o[k] = (e[k] * inv_sum - (c + k == out.target ? 1.f : 0.f)) * out.scale;
+  store_vec<T>(y_row, a.y, c, end, o);
+}
+
+// Register-resident rows: EPT elements per thread, `group` threads per row.
+template <typename T, int EPT>
+__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) softmax_regs_kernel(SoftmaxArgs<T> a) {
+  constexpr int W = kVec<T>;
+  constexpr int VPT = EPT / W;
+  __shared__ float scratch[2][32];
+  const int group = a.group;
+  const int t = threadIdx.x % group;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+  if (row >= a.rows) return;  // whole spare warps of the last block (warp-per-row only)
+  const T* x_row = a.x.row(row);
+  const T* mask_row = a.mask.data != nullptr ? a.mask.row(row) : nullptr;
+
+  float z[VPT][W];
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+    load_logits<T>(z[j], a, x_row, mask_row, (static_cast<int64_t>(j) * group + t) * W, a.cols);
+
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
+  m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
+  const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
+
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      z[j][k] = expf(z[j][k] - shift);
+      s += z[j][k];
+    }
+  s = group_reduce(s, SumOp{}, 0.f, group, scratch[1]);
+  const float inv_sum = s > 0.f ? 1.f / s : 0.f;
+
+  const RowOutput out = row_output(a, row);
+  T* y_row = a.y.row(row);
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const int64_t c = (static_cast<int64_t>(j) * group + t) * W;
+    if (c < a.cols) store_probs<T>(y_row, a, out, c, a.cols, z[j], inv_sum);
+  }
+}
+
+enum SoftmaxPhase : int {
+  kSoftmaxStats = 0,  // write (m, s) of this block's chunk to partials
+  kSoftmaxWrite = 1,  // merge the row's partials, write this block's chunk
+  kSoftmaxFused = 2,  // one block per row: stats, then write
+};
+
+// Streaming rows of any length: one block per (row, chunk). With cache_z (fused phase only),
+// dynamic shared memory holds the chunk's z as floats (chunk * 4 bytes).
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxLongThreads) softmax_long_kernel(SoftmaxArgs<T> a, int phase) {
+  constexpr int W = kVec<T>;
+  extern __shared__ float4 cached_z4[];
+  float* cached_z = reinterpret_cast<float*>(cached_z4);
+  __shared__ float scratch[2][32];
+  const int64_t row = blockIdx.x / a.splits;
+  const int64_t c0 = (blockIdx.x % a.splits) * a.chunk;
+  const int64_t c1 = c0 + a.chunk < a.cols ? c0 + a.chunk : a.cols;
+  const int n = blockDim.x;
+  const int t = threadIdx.x;
+  const int64_t step = static_cast<int64_t>(n) * W;
+  const T* x_row = a.x.row(row);
+  const T* mask_row = a.mask.data != nullptr ? a.mask.row(row) : nullptr;
+
+  float m = -INFINITY;
+  float s = 0.f;
+  if (phase == kSoftmaxWrite) {
+    for (int64_t i = t; i < a.splits; i += n) {
+      const float2 p = a.partials[row * a.splits + i];
+      merge_max_sum(m, s, p.x, p.y);
+    }
+  } else {
+    for (int64_t c = c0 + static_cast<int64_t>(t) * W; c < c1; c += step * kSoftmaxLongUnroll) {
+      float z[kSoftmaxLongUnroll][W];
+#pragma unroll
+      for (int u = 0; u < kSoftmaxLongUnroll; ++u)
+        load_logits<T>(z[u], a, x_row, mask_row, c + u * step, c1);
+#pragma unroll
+      for (int u = 0; u < kSoftmaxLongUnroll; ++u) {
+        if (a.cache_z && c + u * step < c1) {  // 16-byte stores: conflict-free across the warp
+#pragma unroll
+          for (int k = 0; k < W; k += 4)
+            *reinterpret_cast<float4*>(cached_z + (c + u * step - c0) + k) =
+                make_float4(z[u][k], z[u][k + 1], z[u][k + 2], z[u][k + 3]);
+        }
+        float vm = z[u][0];  // one rescale per vector at most: the vector's max first
+#pragma unroll
+        for (int k = 1; k < W; ++k) vm = fmaxf(vm, z[u][k]);
+        if (vm > m) {
+          s *= expf(m - vm);  // m == -inf: exp(-inf) = 0 and s was 0
+          m = vm;
+        }
+        if (m != -INFINITY) {
+#pragma unroll
+          for (int k = 0; k < W; ++k) s += expf(z[u][k] - m);
+        }
+      }
+    }
+  }
+  // The block reduction's barrier also orders the cache stores before the reads below (each
+  // thread reads back only what it wrote, but the barrier is there anyway).
+  group_reduce_max_sum(m, s, n, scratch[0], scratch[1]);
+  if (phase == kSoftmaxStats) {
+    if (t == 0) a.partials[blockIdx.x] = make_float2(m, s);
+    return;
+  }
+
+  const float shift = m == -INFINITY ? 0.f : m;
+  const float inv_sum = s > 0.f ? 1.f / s : 0.f;
+  const RowOutput out = row_output(a, row);
+  T* y_row = a.y.row(row);
+  for (int64_t c = c0 + static_cast<int64_t>(t) * W; c < c1; c += step * 2) {
+    float z[2][W];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int64_t cu = c + u * step;
+      if (a.cache_z) {
+        if (cu < c1) {
+#pragma unroll
+          for (int k = 0; k < W; k += 4) {
+            const float4 q = *reinterpret_cast<const float4*>(cached_z + (cu - c0) + k);
+            z[u][k] = q.x;
+            z[u][k + 1] = q.y;
+            z[u][k + 2] = q.z;
+            z[u][k + 3] = q.w;
+          }
+        }
+      } else {
+        load_logits<T>(z[u], a, x_row, mask_row, cu, c1);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int64_t cu = c + u * step;
+      if (cu < c1) {
+#pragma unroll
+        for (int k = 0; k < W; ++k) z[u][k] = expf(z[u][k] - shift);
+        store_probs<T>(y_row, a, out, cu, c1, z[u], inv_sum);
+      }
+    }
+  }
+}
+
+// Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
+// `two_pass` forces the long kernel at every size (the "two_pass" variant, for comparison).
+template <typename T>
+Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, bool two_pass) {
+  constexpr int W = kVec<T>;
+  if (a.rows == 0 || a.cols == 0) return Status::ok();
+  const int64_t want_blocks = 2LL * device.sm_count();
+  if (!two_pass && a.cols <= kMaxRegisterCols) {
+    const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
+    if (l.grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
+    a.group = l.group;
+    if (l.ept == 8)
+      softmax_regs_kernel<T, 8><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
+    else
+      softmax_regs_kernel<T, 32><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+
+  a.splits = 1;
+  a.chunk = round_up(a.cols, W);
+  if (a.rows < want_blocks && a.cols >= 16384) {
+    const int64_t splits = std::min(ceil_div(want_blocks, a.rows), ceil_div(a.cols, 8192));
+    a.chunk = round_up(ceil_div(a.cols, splits), W);
+    a.splits = ceil_div(a.cols, a.chunk);
+  }
+  const int block = static_cast<int>(std::clamp<int64_t>(
+      round_up(ceil_div(a.chunk, W * kSoftmaxLongUnroll), 32), 32, kSoftmaxLongThreads));
+  const int64_t grid = a.rows * a.splits;
+  if (grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
+  if (a.splits == 1) {
+    const int64_t cache_bytes = a.chunk * static_cast<int64_t>(sizeof(float));
+    a.cache_z = !two_pass && cache_bytes <= kSoftmaxCacheBytes;
+    const int smem = a.cache_z ? static_cast<int>(cache_bytes) : 0;
+    if (smem > 48 * 1024)  // beyond the default limit a kernel must opt in
+      DNNB_CUDA_TRY(cudaFuncSetAttribute(softmax_long_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a, kSoftmaxFused);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  auto scratch = StreamScratch::allocate(device, sizeof(float2) * a.rows * a.splits);
+  if (!scratch) return scratch.status();
+  a.partials = scratch->as<float2>();
+  softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxStats);
+  DNNB_CUDA_CHECK_LAUNCH();
+  softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxWrite);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return scratch->release();
+}
+
+}  // namespace dnnb::cuda_kernels

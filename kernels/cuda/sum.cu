@@ -1,0 +1,19 @@
+// CUDA sum over the last dim: y = sum_c x[c], accumulated in f32.
+// Kernels and launch shapes: kernels/cuda/row_reduce.cuh (warp or block per row, split rows).
+#include "kernels/cuda/row_reduce.cuh"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+struct SumReducer {
+  __device__ float pad() const { return 0.f; }
+  __device__ float identity() const { return 0.f; }
+  __device__ float pre(float x) const { return x; }
+  __device__ float combine(float a, float b) const { return a + b; }
+  __device__ float finish(float acc, int64_t /*cols*/) const { return acc; }
+};
+
+DNNB_REGISTER(register_row_reduce("sum", SumReducer{}));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,2 @@
+// add: a + b.
+inline float dnnb_binary(float a, float b) { return a + b; }

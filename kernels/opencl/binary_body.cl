@@ -1,0 +1,33 @@
+// Binary elementwise kernels; the op's .cl (placed before this file) defines
+//   float dnnb_binary(float a, float b)
+inline float4 dnnb_binary4(float4 a, float4 b) {
+  return (float4)(dnnb_binary(a.x, b.x), dnnb_binary(a.y, b.y), dnnb_binary(a.z, b.z), dnnb_binary(a.w, b.w));
+}
+
+// a, b and y contiguous with the same shape (no broadcast).
+kernel void binary_flat(const global dnnb_t* a, long a_offset, const global dnnb_t* b, long b_offset,
+                        global dnnb_t* y, long y_offset, long n) {
+  for (long i = (long)get_global_id(0) * 4; i < n; i += (long)get_global_size(0) * 4) {
+    if (i + 4 <= n) {
+      DNNB_STORE4(y, y_offset + i, dnnb_binary4(DNNB_LOAD4(a, a_offset + i), DNNB_LOAD4(b, b_offset + i)));
+    } else {
+      for (long j = i; j < n; ++j)
+        DNNB_STORE(y, y_offset + j, dnnb_binary(DNNB_LOAD(a, a_offset + j), DNNB_LOAD(b, b_offset + j)));
+    }
+  }
+}
+
+// Any layout; a and b are views broadcast to y's shape (stride 0 where repeated).
+kernel void binary_rows(const global dnnb_t* a, dnnb_rows ar, const global dnnb_t* b, dnnb_rows br,
+                        global dnnb_t* y, dnnb_rows yr) {
+  for (long r = get_global_id(1); r < yr.rows; r += get_global_size(1)) {
+    const long as = dnnb_row_start(ar, r);
+    const long bs = dnnb_row_start(br, r);
+    const long ys = dnnb_row_start(yr, r);
+    for (long c = (long)get_global_id(0) * 4; c < yr.cols; c += (long)get_global_size(0) * 4) {
+      float4 va = dnnb_load_cols4(a, as, ar.col_stride, yr.cols, c, 0.0f);
+      float4 vb = dnnb_load_cols4(b, bs, br.col_stride, yr.cols, c, 1.0f);
+      dnnb_store_cols4(y, ys, yr.col_stride, yr.cols, c, dnnb_binary4(va, vb));
+    }
+  }
+}

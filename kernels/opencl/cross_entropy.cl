@@ -1,0 +1,39 @@
+// cross_entropy (mean reduction, ignore_index): two kernels.
+//   ce_rows:   one work-group per row: partial[2r] = logsumexp(row) - row[target], partial[2r+1]
+//              = 1 for a kept row; both 0 for an ignored row. A target outside [0, C) gives NaN.
+//   ce_finish: one work-group: loss = sum of losses / number of kept rows (0/0 = NaN when every
+//              row is ignored, as torch). Fixed order, so the result is deterministic.
+kernel void ce_rows(const global dnnb_t* logits, dnnb_rows lr, const global long* target, long t_offset,
+                    long t_stride, long ignore_index, global float* partial, local float* scratch) {
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
+    const long t = target[t_offset + r * t_stride];
+    if (t == ignore_index) {  // uniform across the work-group: every item reads the same t
+      if (get_local_id(0) == 0) {
+        partial[2 * r] = 0.0f;
+        partial[2 * r + 1] = 0.0f;
+      }
+      continue;
+    }
+    const long ls = dnnb_row_start(lr, r);
+    float m;
+    const float s = dnnb_row_logsumexp_stats(logits, ls, lr.col_stride, lr.cols, &m, scratch);
+    if (get_local_id(0) == 0) {
+      const float xt = (t >= 0 && t < lr.cols) ? DNNB_LOAD(logits, ls + t * lr.col_stride) : NAN;
+      partial[2 * r] = log(s) + (m - xt);
+      partial[2 * r + 1] = 1.0f;
+    }
+  }
+}
+
+kernel void ce_finish(const global float* partial, long rows, global dnnb_t* loss, long loss_offset,
+                      local float* scratch) {
+  float sum = 0.0f;
+  float kept = 0.0f;
+  for (long r = get_local_id(0); r < rows; r += get_local_size(0)) {
+    sum += partial[2 * r];
+    kept += partial[2 * r + 1];
+  }
+  sum = dnnb_wg_sum(sum, scratch);
+  kept = dnnb_wg_sum(kept, scratch);
+  if (get_local_id(0) == 0) DNNB_STORE(loss, loss_offset, sum / kept);
+}

@@ -1,0 +1,41 @@
+// cross_entropy_bwd: d(mean loss)/d logits with upstream grad 1:
+//   kept row r:    (softmax(row) - onehot(target)) / count,   ignored row: 0,
+// where count is the number of kept rows. Two kernels:
+//   ce_count:    one work-group counts kept rows into count[0] (as float; exact below 2^24).
+//   ce_bwd_rows: one work-group per row.
+kernel void ce_count(const global long* target, long t_offset, long t_stride, long rows, long ignore_index,
+                     global float* count, local float* scratch) {
+  float kept = 0.0f;
+  for (long r = get_local_id(0); r < rows; r += get_local_size(0))
+    kept += target[t_offset + r * t_stride] != ignore_index ? 1.0f : 0.0f;
+  kept = dnnb_wg_sum(kept, scratch);
+  if (get_local_id(0) == 0) count[0] = kept;
+}
+
+kernel void ce_bwd_rows(const global dnnb_t* logits, dnnb_rows lr, const global long* target, long t_offset,
+                        long t_stride, long ignore_index, const global float* count, global dnnb_t* dlogits,
+                        dnnb_rows dr, local float* scratch) {
+  const long cols = lr.cols;
+  const long step = (long)get_local_size(0) * 4;
+  const float inv_count = 1.0f / count[0];
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
+    const long t = target[t_offset + r * t_stride];
+    const long ds = dnnb_row_start(dr, r);
+    if (t == ignore_index) {
+      for (long c = (long)get_local_id(0) * 4; c < cols; c += step)
+        dnnb_store_cols4(dlogits, ds, dr.col_stride, cols, c, (float4)(0.0f));
+      continue;
+    }
+    const long ls = dnnb_row_start(lr, r);
+    float m;
+    const float s = dnnb_row_logsumexp_stats(logits, ls, lr.col_stride, cols, &m, scratch);
+    // A target outside [0, C) makes the row NaN (torch raises; we cannot).
+    const float bad_target = (t >= 0 && t < cols) ? 0.0f : NAN;
+    for (long c = (long)get_local_id(0) * 4; c < cols; c += step) {
+      const float4 p = exp(dnnb_load_cols4(logits, ls, lr.col_stride, cols, c, 0.0f) - m) / s;
+      const float4 onehot = (float4)(c == t ? 1.0f : 0.0f, c + 1 == t ? 1.0f : 0.0f, c + 2 == t ? 1.0f : 0.0f,
+                                     c + 3 == t ? 1.0f : 0.0f);
+      dnnb_store_cols4(dlogits, ds, dr.col_stride, cols, c, (p - onehot) * inv_count + bad_target);
+    }
+  }
+}

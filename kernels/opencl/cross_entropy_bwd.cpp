@@ -1,0 +1,66 @@
+// cross_entropy_bwd on OpenCL: cross_entropy_bwd.cl. A one-work-group kernel counts the kept
+// rows into the device's scratch buffer, then one work-group per row writes its gradient.
+#include "kernels/opencl/cross_entropy_bwd_cl.h"
+#include "kernels/opencl/logsumexp_body_cl.h"
+#include "kernels/opencl/opencl_launch.h"
+
+namespace dnnb::opencl {
+namespace {
+
+Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
+  auto device = opencl_device(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 2 || call.outputs.size() != 1)
+    return Status::bad_input("cross_entropy_bwd: expects inputs (logits, target) and one output (dlogits)");
+  auto ignore_index = call.problem.get_int("ignore_index", -100);
+  if (!ignore_index) return ignore_index.status();
+  const Tensor& logits = call.inputs[0];
+  const Tensor& target = call.inputs[1];
+  const Tensor& dlogits = call.outputs[0];
+  if (logits.ndim() != 2 || target.ndim() != 1 || target.shape[0] != logits.shape[0] || target.dtype != DType::i64)
+    return Status::bad_input("cross_entropy_bwd: logits " + logits.describe() + " must be [N, C] and target " +
+                             target.describe() + " an i64 [N]");
+  if (dlogits.shape != logits.shape)
+    return Status::bad_input("cross_entropy_bwd: dlogits " + dlogits.describe() + " must have logits' shape");
+  if (dlogits.numel() == 0) return Status::ok();
+  auto lr = cl_rows(logits);
+  if (!lr) return lr.status();
+  auto dr = cl_rows(dlogits);
+  if (!dr) return dr.status();
+  auto count = (*device)->scratch(sizeof(cl_float));
+  if (!count) return count.status();
+  const std::string options = build_options(**device, call.problem.dtype);
+  const int64_t rows = logits.shape[0];
+
+  auto counter = (*device)->kernel("cross_entropy_bwd", source, "ce_count", options);
+  if (!counter) return counter.status();
+  auto limit = work_group_limit(**device, *counter, 256);
+  if (!limit) return limit.status();
+  KernelArgs count_args(*counter);
+  count_args.add(cl_buffer(target)).add(cl_long{target.offset}).add(cl_long{target.strides[0]});
+  count_args.add(cl_long{rows}).add(cl_long{*ignore_index}).add(*count).add_local(*limit * sizeof(cl_float));
+  DNNB_TRY(count_args.status());
+  const size_t count_global = *limit;
+  DNNB_TRY(enqueue(**device, *counter, 1, &count_global, &count_global, "cross_entropy_bwd/ce_count"));
+
+  auto kernel = (*device)->kernel("cross_entropy_bwd", source, "ce_bwd_rows", options);
+  if (!kernel) return kernel.status();
+  auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
+  if (!geometry) return geometry.status();
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(logits)).add(*lr).add(cl_buffer(target)).add(cl_long{target.offset});
+  args.add(cl_long{target.strides[0]}).add(cl_long{*ignore_index}).add(*count).add(cl_buffer(dlogits)).add(*dr);
+  args.add_local(geometry->local * sizeof(cl_float));
+  DNNB_TRY(args.status());
+  return launch_rows(**device, *kernel, *geometry, "cross_entropy_bwd/ce_bwd_rows");
+}
+
+bool register_cross_entropy_bwd() {
+  std::string source = program_source({opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
+  return register_opencl("cross_entropy_bwd", {DType::f32, DType::bf16},
+                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source); });
+}
+
+}  // namespace
+DNNB_REGISTER(register_cross_entropy_bwd());
+}  // namespace dnnb::opencl

@@ -1,0 +1,3 @@
+// div: a / b. The host builds every program with -cl-fp32-correctly-rounded-divide-sqrt where
+// the device supports it, so the quotient is correctly rounded (OpenCL allows 2.5 ulp otherwise).
+inline float dnnb_binary(float a, float b) { return a / b; }

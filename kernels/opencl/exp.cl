@@ -1,0 +1,2 @@
+// exp: the OpenCL built-in.
+inline float dnnb_unary(float x) { return exp(x); }

@@ -1,0 +1,63 @@
+// layernorm over the last dim, one work-group per row:
+//   y = (x - mean) / sqrt(var + eps) * w + b   (biased variance, two-pass: mean, then the
+//   squared deviations, so large means do not cancel).
+// w and b are 1-D views [N] (their RowIndex: offset and col_stride).
+kernel void layernorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
+                           const global dnnb_t* b, dnnb_rows br, float eps, global dnnb_t* y, dnnb_rows yr,
+                           local float* scratch) {
+  const long lid = get_local_id(0);
+  const long lsize = get_local_size(0);
+  const long cols = xr.cols;
+  const float inv_cols = 1.0f / (float)cols;
+  for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
+    const long xs = dnnb_row_start(xr, r);
+    const long ys = dnnb_row_start(yr, r);
+    if (dnnb_row_fits_cache(cols)) {
+      float4 cache[DNNB_CACHE_VECS];
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
+        const long c = (k * lsize + lid) * 4;
+        cache[k] = c < cols ? dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f) : (float4)(0.0f);
+        s += dnnb_sum4(cache[k]);
+      }
+      const float mean = dnnb_wg_sum(s, scratch) * inv_cols;
+      float q = 0.0f;
+#pragma unroll
+      for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
+        const long c = (k * lsize + lid) * 4;
+        const float4 d = (cache[k] - mean) * dnnb_valid4(c, cols);
+        q += dnnb_sum4(d * d);
+      }
+      const float var = dnnb_wg_sum(q, scratch) * inv_cols;
+      const float rstd = 1.0f / sqrt(var + eps);
+#pragma unroll
+      for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
+        const long c = (k * lsize + lid) * 4;
+        if (c < cols) {
+          const float4 vw = dnnb_load_cols4(w, wr.offset, wr.col_stride, cols, c, 0.0f);
+          const float4 vb = dnnb_load_cols4(b, br.offset, br.col_stride, cols, c, 0.0f);
+          dnnb_store_cols4(y, ys, yr.col_stride, cols, c, (cache[k] - mean) * rstd * vw + vb);
+        }
+      }
+    } else {
+      const long step = lsize * 4;
+      float s = 0.0f;
+      for (long c = lid * 4; c < cols; c += step) s += dnnb_sum4(dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f));
+      const float mean = dnnb_wg_sum(s, scratch) * inv_cols;
+      float q = 0.0f;
+      for (long c = lid * 4; c < cols; c += step) {
+        const float4 d = (dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f) - mean) * dnnb_valid4(c, cols);
+        q += dnnb_sum4(d * d);
+      }
+      const float var = dnnb_wg_sum(q, scratch) * inv_cols;
+      const float rstd = 1.0f / sqrt(var + eps);
+      for (long c = lid * 4; c < cols; c += step) {
+        const float4 vx = dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f);
+        const float4 vw = dnnb_load_cols4(w, wr.offset, wr.col_stride, cols, c, 0.0f);
+        const float4 vb = dnnb_load_cols4(b, br.offset, br.col_stride, cols, c, 0.0f);
+        dnnb_store_cols4(y, ys, yr.col_stride, cols, c, (vx - mean) * rstd * vw + vb);
+      }
+    }
+  }
+}

@@ -1,0 +1,52 @@
+// layernorm over the last dim on OpenCL: layernorm.cl.
+#include "kernels/opencl/layernorm_cl.h"
+#include "kernels/opencl/opencl_launch.h"
+
+namespace dnnb::opencl {
+namespace {
+
+Status run_layernorm(OpCall& call, const std::string& source) {
+  auto device = opencl_device(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 3 || call.outputs.size() != 1)
+    return Status::bad_input("layernorm: expects inputs (x, w, b) and one output (y)");
+  auto eps = call.problem.get_double("eps", 1e-5);
+  if (!eps) return eps.status();
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& b = call.inputs[2];
+  const Tensor& y = call.outputs[0];
+  if (x.ndim() == 0 || x.shape != y.shape)
+    return Status::bad_input("layernorm: x " + x.describe() + " and y " + y.describe() + " must share a shape of >= 1 dim");
+  const Shape row_shape = {x.shape.back()};
+  if (w.shape != row_shape || b.shape != row_shape)
+    return Status::bad_input("layernorm: w " + w.describe() + " and b " + b.describe() + " must be [" +
+                             std::to_string(x.shape.back()) + "]");
+  if (y.numel() == 0) return Status::ok();
+  auto xr = cl_rows(x);
+  if (!xr) return xr.status();
+  auto wr = cl_rows(w);
+  if (!wr) return wr.status();
+  auto br = cl_rows(b);
+  if (!br) return br.status();
+  auto yr = cl_rows(y);
+  if (!yr) return yr.status();
+  auto kernel = (*device)->kernel("layernorm", source, "layernorm_rows", build_options(**device, call.problem.dtype));
+  if (!kernel) return kernel.status();
+  auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
+  if (!geometry) return geometry.status();
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(x)).add(*xr).add(cl_buffer(w)).add(*wr).add(cl_buffer(b)).add(*br);
+  args.add(static_cast<cl_float>(*eps)).add(cl_buffer(y)).add(*yr).add_local(geometry->local * sizeof(cl_float));
+  DNNB_TRY(args.status());
+  return launch_rows(**device, *kernel, *geometry, "layernorm/layernorm_rows");
+}
+
+bool register_layernorm() {
+  std::string source = program_source({opencl_source::layernorm});
+  return register_opencl("layernorm", float_dtypes(), [source](OpCall& call) { return run_layernorm(call, source); });
+}
+
+}  // namespace
+DNNB_REGISTER(register_layernorm());
+}  // namespace dnnb::opencl

@@ -1,0 +1,2 @@
+// mul: a * b.
+inline float dnnb_binary(float a, float b) { return a * b; }

@@ -1,0 +1,182 @@
+#include "kernels/opencl/opencl_launch.h"
+
+#include <algorithm>
+
+#include "kernels/opencl/prelude_cl.h"
+
+namespace dnnb::opencl {
+
+namespace {
+// Must equal DNNB_CACHE_VECS in the programs: the host picks work-group sizes from it.
+constexpr int64_t kCacheVecs = 8;
+// Grid caps; the kernels' grid-stride loops cover anything beyond them. 65535 is the
+// per-dimension group limit of some drivers for dims 1 and 2.
+constexpr size_t kMaxGroups = size_t{1} << 20;
+constexpr size_t kMaxGroupsYZ = 65535;
+
+size_t floor_pow2(size_t v) {
+  size_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+size_t ceil_pow2(size_t v) {
+  size_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+Result<ClRows> cl_rows(const Tensor& t) {
+  auto ri = row_index(t);
+  if (!ri) return ri.status();
+  ClRows r;
+  r.offset = ri->offset;
+  r.rows = ri->rows;
+  r.cols = ri->cols;
+  r.col_stride = ri->col_stride;
+  r.outer_dims = ri->outer_dims;
+  for (int d = 0; d < RowIndex::kMaxOuterDims; ++d) {
+    r.size[d] = ri->size[d];
+    r.stride[d] = ri->stride[d];
+  }
+  return r;
+}
+
+Tensor with_unit_last_dim(const Tensor& t) {
+  Tensor v = t;
+  v.shape.push_back(1);
+  v.strides.push_back(1);
+  return v;
+}
+
+std::string program_source(std::initializer_list<const char*> parts) {
+  std::string source = opencl_source::prelude;
+  for (const char* part : parts) {
+    source += "\n";
+    source += part;
+  }
+  return source;
+}
+
+std::string build_options(const OpenCLDevice& device, DType dtype, const std::string& extra) {
+  std::string options;
+  switch (dtype) {
+    case DType::f32: options = "-DDNNB_F32"; break;
+    case DType::f16: options = "-DDNNB_F16"; break;
+    case DType::bf16: options = "-DDNNB_BF16"; break;
+    default: options = "-DDNNB_UNSUPPORTED_DTYPE"; break;
+  }
+  options += " -DDNNB_CACHE_VECS=" + std::to_string(kCacheVecs);
+  cl_device_fp_config fp = 0;
+  if (clGetDeviceInfo(device.device_id(), CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, nullptr) == CL_SUCCESS &&
+      (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT))
+    options += " -cl-fp32-correctly-rounded-divide-sqrt";
+  if (!extra.empty()) options += " " + extra;
+  return options;
+}
+
+Result<OpenCLDevice*> opencl_device(OpCall& call) {
+  auto* device = dynamic_cast<OpenCLDevice*>(&call.device);
+  if (device == nullptr)
+    return Status::bad_input("opencl kernel of " + call.problem.op + " called on " + call.device.info().id +
+                             ", which is not an OpenCL device");
+  return device;
+}
+
+void KernelArgs::set(size_t size, const void* value) {
+  if (!status_.is_ok()) return;
+  cl_int err = clSetKernelArg(kernel_, index_, size, value);
+  if (err != CL_SUCCESS)
+    status_ = opencl_status(err, ("clSetKernelArg(index " + std::to_string(index_) + ")").c_str(), __FILE__,
+                            __LINE__);
+  ++index_;
+}
+
+Result<size_t> work_group_limit(OpenCLDevice& device, cl_kernel kernel, size_t cap) {
+  size_t kernel_max = 0;
+  DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max),
+                                       &kernel_max, nullptr));
+  size_t limit = std::min({kernel_max, device.max_work_group_size(), cap});
+  return floor_pow2(std::max<size_t>(limit, 1));
+}
+
+Status enqueue(OpenCLDevice& device, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local,
+               const std::string& what) {
+  cl_int err = clEnqueueNDRangeKernel(device.queue(), kernel, dims, nullptr, global, local, 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string geometry = "global " + std::to_string(global[0]);
+    for (cl_uint d = 1; d < dims; ++d) geometry.append("x").append(std::to_string(global[d]));
+    geometry += ", local " + std::to_string(local[0]);
+    for (cl_uint d = 1; d < dims; ++d) geometry.append("x").append(std::to_string(local[d]));
+    return opencl_status(err, ("clEnqueueNDRangeKernel(" + what + ", " + geometry + ")").c_str(), __FILE__,
+                         __LINE__);
+  }
+  return Status::ok();
+}
+
+Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what) {
+  if (n <= 0) return Status::ok();
+  auto limit = work_group_limit(device, kernel, 256);
+  if (!limit) return limit.status();
+  const size_t local = *limit;
+  const size_t items = ceil_div(static_cast<size_t>(n), 4);
+  const size_t groups = std::min(ceil_div(items, local), kMaxGroups);
+  const size_t global = groups * local;
+  return enqueue(device, kernel, 1, &global, &local, what);
+}
+
+Status launch_elementwise_rows(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols,
+                               const std::string& what) {
+  if (rows <= 0 || cols <= 0) return Status::ok();
+  auto limit = work_group_limit(device, kernel, 256);
+  if (!limit) return limit.status();
+  const size_t vecs = ceil_div(static_cast<size_t>(cols), 4);
+  size_t local[2];
+  local[0] = std::min(*limit, ceil_pow2(vecs));
+  local[1] = std::min(*limit / local[0], ceil_pow2(static_cast<size_t>(rows)));
+  size_t global[2];
+  global[0] = std::min(ceil_div(vecs, local[0]), kMaxGroups) * local[0];
+  global[1] = std::min(ceil_div(static_cast<size_t>(rows), local[1]), kMaxGroupsYZ) * local[1];
+  return enqueue(device, kernel, 2, global, local, what);
+}
+
+Result<RowGeometry> row_geometry(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols) {
+  auto limit = work_group_limit(device, kernel, 1024);
+  if (!limit) return limit.status();
+  const size_t vecs = ceil_div(static_cast<size_t>(std::max<int64_t>(cols, 1)), 4);
+  // Enough items for the row to fit the register cache, and up to 256 for parallelism.
+  const size_t to_fit = ceil_pow2(ceil_div(vecs, static_cast<size_t>(kCacheVecs)));
+  const size_t for_parallelism = std::min<size_t>(ceil_pow2(vecs), 256);
+  RowGeometry g;
+  g.local = std::min(*limit, std::max(to_fit, for_parallelism));
+  g.global = std::min(static_cast<size_t>(std::max<int64_t>(rows, 1)), kMaxGroups) * g.local;
+  return g;
+}
+
+Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& geometry, const std::string& what) {
+  return enqueue(device, kernel, 1, &geometry.global, &geometry.local, what);
+}
+
+const std::vector<DType>& float_dtypes() {
+  static const std::vector<DType> list = {DType::f32, DType::f16, DType::bf16};
+  return list;
+}
+
+bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
+  Implementation impl;
+  impl.op = op;
+  impl.backend = "opencl";
+  impl.dtypes = dtypes;
+  impl.supports = [op, dtypes](const Problem& problem, const DeviceRuntime& device) -> Status {
+    if (dynamic_cast<const OpenCLDevice*>(&device) == nullptr)
+      return Status::skipped(device.info().id + " is not an OpenCL device");
+    if (std::find(dtypes.begin(), dtypes.end(), problem.dtype) == dtypes.end())
+      return Status::unsupported(std::string("opencl ") + op + " has no " + dtype_name(problem.dtype) + " kernel");
+    return Status::ok();
+  };
+  impl.run = std::move(run);
+  return Registry::instance().add_implementation(std::move(impl));
+}
+
+}  // namespace dnnb::opencl

@@ -1,0 +1,95 @@
+// Host-side helpers shared by the OpenCL kernels: program sources (prelude + op parts), build
+// options per dtype, kernel arguments, launch geometry, enqueue with checks, registration.
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/registry.h"
+#include "devices/opencl/opencl_device.h"
+
+namespace dnnb::opencl {
+
+// RowIndex as a kernel argument; must match `dnnb_rows` in prelude.cl field for field.
+struct ClRows {
+  cl_long offset = 0;
+  cl_long rows = 1;
+  cl_long cols = 1;
+  cl_long col_stride = 1;
+  cl_long outer_dims = 0;
+  cl_long size[RowIndex::kMaxOuterDims] = {1, 1, 1, 1};
+  cl_long stride[RowIndex::kMaxOuterDims] = {0, 0, 0, 0};
+};
+static_assert(sizeof(ClRows) == 13 * sizeof(cl_long), "ClRows must match dnnb_rows in prelude.cl");
+
+// The rows of a view (row_index), or unsupported for more than 4 non-collapsible outer dims.
+Result<ClRows> cl_rows(const Tensor& t);
+// A view with a trailing unit dim, so that the rows of a reduced output (x's shape minus its
+// last dim) line up with the rows of x.
+Tensor with_unit_last_dim(const Tensor& t);
+// True when the view is contiguous (any offset).
+inline bool is_flat(const Tensor& t) { return t.is_contiguous(); }
+inline cl_mem cl_buffer(const Tensor& t) { return static_cast<cl_mem>(t.buffer->handle); }
+
+// prelude.cl followed by `parts`, in order.
+std::string program_source(std::initializer_list<const char*> parts);
+// "-DDNNB_F32" etc. plus correctly rounded divide/sqrt where the device supports it.
+std::string build_options(const OpenCLDevice& device, DType dtype, const std::string& extra = "");
+
+// The OpenCL runtime of a call, or an error naming what the device is.
+Result<OpenCLDevice*> opencl_device(OpCall& call);
+
+// clSetKernelArg in order; the first failure is kept and reported by status().
+class KernelArgs {
+ public:
+  explicit KernelArgs(cl_kernel kernel) : kernel_(kernel) {}
+  template <typename T>
+  KernelArgs& add(const T& value) {
+    set(sizeof(T), &value);
+    return *this;
+  }
+  KernelArgs& add_local(size_t bytes) {
+    set(bytes, nullptr);
+    return *this;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  void set(size_t size, const void* value);
+  cl_kernel kernel_;
+  cl_uint index_ = 0;
+  Status status_;
+};
+
+// Largest power-of-two work-group size this kernel may use on this device (<= cap).
+Result<size_t> work_group_limit(OpenCLDevice& device, cl_kernel kernel, size_t cap = 1024);
+
+// clEnqueueNDRangeKernel, checked; `what` names the kernel in the error.
+Status enqueue(OpenCLDevice& device, cl_kernel kernel, cl_uint dims, const size_t* global, const size_t* local,
+               const std::string& what);
+
+// Elementwise geometry. flat: n elements, four per work-item, 1-D. rows: dim 0 over groups of
+// four columns, dim 1 over rows (grid-stride loops in the kernels cover the rest).
+Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what);
+Status launch_elementwise_rows(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols,
+                               const std::string& what);
+
+// Row kernels (one work-group per row). The work-group size is a power of two chosen so the
+// row fits the register cache (DNNB_CACHE_VECS float4 per work-item) where possible; the
+// kernel's last argument is local scratch of `scratch_floats_per_item` floats per item.
+struct RowGeometry {
+  size_t local = 1;
+  size_t global = 1;
+};
+Result<RowGeometry> row_geometry(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols);
+Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& geometry, const std::string& what);
+
+// Registers an implementation of `op` on backend "opencl"; supports() checks the dtype and
+// that the device is an OpenCL device.
+bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run);
+
+// Dtypes of family 1 (f32, f16, bf16).
+const std::vector<DType>& float_dtypes();
+
+}  // namespace dnnb::opencl

@@ -1,0 +1,146 @@
+// Shared by every dnnblocks OpenCL program (prepended by the host): storage formats, row
+// addressing and work-group reductions. OpenCL C 1.2, no extensions: f16 goes through
+// vload_half/vstore_half (no cl_khr_fp16 needed), bf16 is a ushort converted in code.
+//
+// The storage dtype is chosen by one build option, so one source serves three dtypes:
+//   -DDNNB_F32, -DDNNB_F16 or -DDNNB_BF16.
+// Arithmetic is always f32; every store rounds once to the storage format (RNE).
+
+// ---- storage formats -----------------------------------------------------------------
+inline float dnnb_bf16_to_f32(ushort bits) { return as_float(((uint)bits) << 16); }
+
+// Round to nearest even on the top 16 bits; a NaN stays a (quiet) NaN.
+inline ushort dnnb_f32_to_bf16(float value) {
+  uint u = as_uint(value);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+
+#if defined(DNNB_F32)
+typedef float dnnb_t;
+#define DNNB_LOAD(p, i) ((p)[(i)])
+#define DNNB_STORE(p, i, v) ((p)[(i)] = (v))
+#define DNNB_LOAD4(p, i) vload4(0, (p) + (i))
+#define DNNB_STORE4(p, i, v) vstore4((v), 0, (p) + (i))
+#elif defined(DNNB_F16)
+typedef half dnnb_t;
+#define DNNB_LOAD(p, i) vload_half((i), (p))
+#define DNNB_STORE(p, i, v) vstore_half_rte((v), (i), (p))
+#define DNNB_LOAD4(p, i) vload_half4(0, (p) + (i))
+#define DNNB_STORE4(p, i, v) vstore_half4_rte((v), 0, (p) + (i))
+#elif defined(DNNB_BF16)
+typedef ushort dnnb_t;
+#define DNNB_LOAD(p, i) dnnb_bf16_to_f32((p)[(i)])
+#define DNNB_STORE(p, i, v) ((p)[(i)] = dnnb_f32_to_bf16(v))
+inline float4 dnnb_bf16x4_load(const global ushort* p) {
+  uint4 u = convert_uint4(vload4(0, p)) << 16;
+  return as_float4(u);
+}
+inline void dnnb_bf16x4_store(float4 v, global ushort* p) {
+  vstore4((ushort4)(dnnb_f32_to_bf16(v.x), dnnb_f32_to_bf16(v.y), dnnb_f32_to_bf16(v.z),
+                    dnnb_f32_to_bf16(v.w)), 0, p);
+}
+#define DNNB_LOAD4(p, i) dnnb_bf16x4_load((p) + (i))
+#define DNNB_STORE4(p, i, v) dnnb_bf16x4_store((v), (p) + (i))
+#else
+#error "build with -DDNNB_F32, -DDNNB_F16 or -DDNNB_BF16"
+#endif
+
+// ---- row addressing ----------------------------------------------------------------------
+// The host's RowIndex (core/tensor.h) as a kernel argument: element (r, c) of a view is at
+// dnnb_row_start(ri, r) + c * ri.col_stride. All fields are 64-bit so host and device agree
+// on the layout without padding rules.
+typedef struct {
+  long offset;      // elements from the start of the buffer
+  long rows;
+  long cols;
+  long col_stride;  // 0 for a broadcast last dim
+  long outer_dims;  // 0..4 dims left after collapsing; size/stride outermost first
+  long size[4];
+  long stride[4];
+} dnnb_rows;
+
+inline long dnnb_row_start(dnnb_rows ri, long r) {
+  long off = ri.offset;
+  for (int d = (int)ri.outer_dims - 1; d >= 0; --d) {
+    off += (r % ri.size[d]) * ri.stride[d];
+    r /= ri.size[d];
+  }
+  return off;
+}
+
+// Four consecutive columns c..c+3 of a row starting at `start`; columns past `cols` read
+// as `fill`. Contiguous rows use a vector load (scalar alignment suffices for vloadn).
+inline float4 dnnb_load_cols4(const global dnnb_t* p, long start, long col_stride, long cols, long c,
+                              float fill) {
+  if (col_stride == 1 && c + 4 <= cols) return DNNB_LOAD4(p, start + c);
+  float4 v = (float4)(fill);
+  if (c < cols) v.x = DNNB_LOAD(p, start + c * col_stride);
+  if (c + 1 < cols) v.y = DNNB_LOAD(p, start + (c + 1) * col_stride);
+  if (c + 2 < cols) v.z = DNNB_LOAD(p, start + (c + 2) * col_stride);
+  if (c + 3 < cols) v.w = DNNB_LOAD(p, start + (c + 3) * col_stride);
+  return v;
+}
+
+inline void dnnb_store_cols4(global dnnb_t* p, long start, long col_stride, long cols, long c, float4 v) {
+  if (col_stride == 1 && c + 4 <= cols) {
+    DNNB_STORE4(p, start + c, v);
+    return;
+  }
+  if (c < cols) DNNB_STORE(p, start + c * col_stride, v.x);
+  if (c + 1 < cols) DNNB_STORE(p, start + (c + 1) * col_stride, v.y);
+  if (c + 2 < cols) DNNB_STORE(p, start + (c + 2) * col_stride, v.z);
+  if (c + 3 < cols) DNNB_STORE(p, start + (c + 3) * col_stride, v.w);
+}
+
+// ---- work-group reductions ---------------------------------------------------------------
+// Tree reductions in local memory; the work-group size is a power of two (the host makes it
+// so). Every work-item gets the result. `scratch` holds at least get_local_size(0) floats.
+inline float dnnb_wg_sum(float v, local float* scratch) {
+  const uint lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] += scratch[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // scratch is reused by the next reduction
+  return total;
+}
+
+// max that propagates NaN (as torch.max does); fmax would drop it.
+inline float dnnb_max_nan(float a, float b) { return (a > b || isnan(a)) ? a : b; }
+inline float dnnb_max4_nan(float4 v) { return dnnb_max_nan(dnnb_max_nan(v.x, v.y), dnnb_max_nan(v.z, v.w)); }
+inline float dnnb_sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+inline float dnnb_wg_max(float v, local float* scratch) {
+  const uint lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] = dnnb_max_nan(scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+// ---- row kernels: register cache ---------------------------------------------------------
+// Row kernels run one work-group per row. When a row fits, each work-item keeps its slots
+// (DNNB_CACHE_VECS float4 each, slot k at column (k * local_size + lid) * 4) in registers, so
+// multi-pass ops (softmax, norms) read global memory once.
+#ifndef DNNB_CACHE_VECS
+#define DNNB_CACHE_VECS 8
+#endif
+inline bool dnnb_row_fits_cache(long cols) {
+  return cols <= (long)DNNB_CACHE_VECS * (long)get_local_size(0) * 4;
+}
+
+// 1 for columns c..c+3 that are inside the row, 0 past its end.
+inline float4 dnnb_valid4(long c, long cols) {
+  return (float4)(c < cols ? 1.0f : 0.0f, c + 1 < cols ? 1.0f : 0.0f, c + 2 < cols ? 1.0f : 0.0f,
+                  c + 3 < cols ? 1.0f : 0.0f);
+}

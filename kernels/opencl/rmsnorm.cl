@@ -1,0 +1,46 @@
+// rmsnorm over the last dim, one work-group per row:
+//   torch form: y = x / sqrt(mean(x^2) + eps) * w;  gemma form (gemma = 1): ... * (1 + w).
+// Computed in f32 and rounded once (Gemma's float32 form; see docs/ops-family1.md).
+kernel void rmsnorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
+                         float eps, int gemma, global dnnb_t* y, dnnb_rows yr, local float* scratch) {
+  const long lid = get_local_id(0);
+  const long lsize = get_local_size(0);
+  const long cols = xr.cols;
+  const float weight_bias = gemma ? 1.0f : 0.0f;
+  for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
+    const long xs = dnnb_row_start(xr, r);
+    const long ys = dnnb_row_start(yr, r);
+    if (dnnb_row_fits_cache(cols)) {
+      float4 cache[DNNB_CACHE_VECS];
+      float q = 0.0f;
+#pragma unroll
+      for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
+        const long c = (k * lsize + lid) * 4;
+        cache[k] = c < cols ? dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f) : (float4)(0.0f);
+        q += dnnb_sum4(cache[k] * cache[k]);
+      }
+      const float inv_rms = 1.0f / sqrt(dnnb_wg_sum(q, scratch) / (float)cols + eps);
+#pragma unroll
+      for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
+        const long c = (k * lsize + lid) * 4;
+        if (c < cols) {
+          const float4 vw = dnnb_load_cols4(w, wr.offset, wr.col_stride, cols, c, 0.0f) + weight_bias;
+          dnnb_store_cols4(y, ys, yr.col_stride, cols, c, cache[k] * inv_rms * vw);
+        }
+      }
+    } else {
+      const long step = lsize * 4;
+      float q = 0.0f;
+      for (long c = lid * 4; c < cols; c += step) {
+        const float4 v = dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f);
+        q += dnnb_sum4(v * v);
+      }
+      const float inv_rms = 1.0f / sqrt(dnnb_wg_sum(q, scratch) / (float)cols + eps);
+      for (long c = lid * 4; c < cols; c += step) {
+        const float4 vx = dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f);
+        const float4 vw = dnnb_load_cols4(w, wr.offset, wr.col_stride, cols, c, 0.0f) + weight_bias;
+        dnnb_store_cols4(y, ys, yr.col_stride, cols, c, vx * inv_rms * vw);
+      }
+    }
+  }
+}

@@ -1,0 +1,2 @@
+// sub: a - b.
+inline float dnnb_binary(float a, float b) { return a - b; }

@@ -1,0 +1,18 @@
+// relu: y = max(x, 0); torch: torch.relu.
+// Tolerance class exact: one correctly rounded operation per element.
+// FLOP model: 1 FLOP per element (one compare-select).
+#include "reference/reference.h"
+#include "reference/register.h"
+#include "suites/ops/op_common.h"
+
+namespace dnnb {
+namespace {
+
+OpSpec make_relu_spec() {
+  return ops::unary_spec({"relu", "torch.relu", ToleranceClass::exact, 1.0, reference::relu});
+}
+
+DNNB_REGISTER(register_op(make_relu_spec()));
+
+}  // namespace
+}  // namespace dnnb
