@@ -61,6 +61,8 @@ double rms_of(const Tensor& f64) {
   return n ? std::sqrt(s / n) : 0;
 }
 
+}  // namespace
+
 // Device storage for one input: permuted and/or row-padded as the spec asks, returned as the
 // logical (possibly non-contiguous) view.
 Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec) {
@@ -86,6 +88,20 @@ Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec) 
   for (int i = 0; i < n; ++i) inverse[order[i]] = i;
   return view.permute(inverse);
 }
+
+Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig) {
+  std::vector<Tensor> inputs;
+  for (const auto& in : sig.inputs) {
+    auto t = empty_tensor(scratch_host(), in.dtype, in.shape);
+    if (!t) return t.status();
+    inputs.push_back(*t);
+  }
+  Rng rng(problem.seed());
+  DNNB_TRY(spec.fill_inputs ? spec.fill_inputs(problem, inputs, rng) : fill_normal(problem, inputs, rng));
+  return inputs;
+}
+
+namespace {
 
 constexpr size_t kGuardBytes = 256;  // keeps the output 256-byte aligned for vector stores
 constexpr uint8_t kGuardByte = 0xA5;
@@ -180,13 +196,9 @@ Status load_fixture_data(const PlannedCase& pc, const FixtureManifest& manifest,
 Status make_random_data(const PlannedCase& pc, const Signature& sig, CaseData& data) {
   const Problem& p = pc.id.problem;
   HostDevice& host = scratch_host();
-  for (const auto& in : sig.inputs) {
-    auto t = empty_tensor(host, in.dtype, in.shape);
-    if (!t) return t.status();
-    data.inputs.push_back(*t);
-  }
-  Rng rng(p.seed());
-  DNNB_TRY(pc.spec->fill_inputs ? pc.spec->fill_inputs(p, data.inputs, rng) : fill_normal(p, data.inputs, rng));
+  auto inputs = make_random_inputs(*pc.spec, p, sig);
+  if (!inputs) return inputs.status();
+  data.inputs = std::move(*inputs);
   for (const auto& out : sig.outputs) {
     auto t = empty_tensor(host, DType::f64, out.shape);
     if (!t) return t.status();
@@ -287,7 +299,10 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
       if (variant_given && impl->variant != variant_filter) continue;
       std::vector<std::pair<DeviceRuntime*, std::string>> devs;
       DNNB_TRY(device_for(impl->backend, "", options.device, devs));
-      for (auto& [device, why] : devs) {
+      for (const auto& device_and_reason : devs) {
+        // Plain locals, not structured bindings: the lambda below captures them (clang 14).
+        DeviceRuntime* device = device_and_reason.first;
+        const std::string& why = device_and_reason.second;
         for (DType dtype : impl->dtypes) {
           if (std::find(spec.dtypes.begin(), spec.dtypes.end(), dtype) == spec.dtypes.end()) continue;
           if (dtype_filter && dtype != *dtype_filter) continue;

@@ -67,6 +67,11 @@ struct CheckSummary {
 // outlive them.
 Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest);
 CaseResult run_case(const PlannedCase& planned, const FixtureManifest& manifest, const CheckOptions& options);
+// Shared with bench: random host inputs of a problem (seeded from it), and device storage for
+// one input laid out as its TensorSpec says (permuted, padded), returned as the logical view.
+Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig);
+Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec);
+
 CheckSummary summarize(const std::vector<CaseResult>& results);
 
 nlohmann::json results_to_json(const std::vector<CaseResult>& results);

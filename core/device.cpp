@@ -1,6 +1,7 @@
 #include "core/device.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace dnnb {
 
@@ -18,11 +19,36 @@ Buffer::~Buffer() {
 }
 
 namespace {
+class HostClockTimer final : public DeviceTimer {
+ public:
+  explicit HostClockTimer(DeviceRuntime& device) : device_(device) {}
+  Status start() override {
+    DNNB_TRY(device_.synchronize());
+    start_ = std::chrono::steady_clock::now();
+    return Status::ok();
+  }
+  Status stop() override {
+    DNNB_TRY(device_.synchronize());
+    stop_ = std::chrono::steady_clock::now();
+    return Status::ok();
+  }
+  Result<double> elapsed_ms() override { return std::chrono::duration<double, std::milli>(stop_ - start_).count(); }
+  const char* source() const override { return "host-clock"; }
+
+ private:
+  DeviceRuntime& device_;
+  std::chrono::steady_clock::time_point start_, stop_;
+};
+
 std::vector<DeviceProvider>& providers() {
   static std::vector<DeviceProvider> list;
   return list;
 }
 }  // namespace
+
+Result<std::unique_ptr<DeviceTimer>> DeviceRuntime::make_timer() {
+  return std::unique_ptr<DeviceTimer>(std::make_unique<HostClockTimer>(*this));
+}
 
 bool register_device_provider(DeviceProvider provider) {
   providers().push_back(std::move(provider));

@@ -41,6 +41,18 @@ struct Buffer {
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 
+// Times work queued on one device: start() and stop() put marks on the device's queue;
+// elapsed_ms() waits for the stop mark. CUDA uses events, OpenCL profiling markers, the host
+// its steady clock around a synchronisation. `source()` says which, for reports.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  virtual Status start() = 0;
+  virtual Status stop() = 0;
+  virtual Result<double> elapsed_ms() = 0;
+  virtual const char* source() const = 0;
+};
+
 class DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
@@ -53,6 +65,8 @@ class DeviceRuntime {
   virtual Status synchronize() = 0;
   // Called by ~Buffer; must not throw.
   virtual void release(Buffer& buffer) noexcept = 0;
+  // Default: host steady clock around synchronize().
+  virtual Result<std::unique_ptr<DeviceTimer>> make_timer();
 };
 
 // Why a kind of device is absent on this machine ("no CUDA device: cudaGetDeviceCount

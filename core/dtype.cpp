@@ -135,8 +135,9 @@ struct NarrowFormat {
 constexpr NarrowFormat kToF16{10, 15, -14, 0x7BFF, 0x7C00, 0x7C00, 0x7E00, 15};
 // bf16: the top half of an f32, same exponent range, 7 fraction bits. Overflow gives Inf.
 constexpr NarrowFormat kToBf16{7, 127, -126, 0x7F7F, 0x7F80, 0x7F80, 0x7FC0, 15};
-// e4m3fn: no Inf. torch >= 2.12 (pytorch#178817) saturates finite overflow and +-Inf to the
-// largest finite +-448 (0x7E); torch <= 2.11 gave NaN there. NaN keeps its sign: 0x7F/0xFF.
+// e4m3fn: no Inf. torch 2.15 (the fixture's) saturates finite overflow and +-Inf to the
+// largest finite +-448 (0x7E); torch 2.11 gave NaN there (changed by pytorch#178817).
+// NaN keeps its sign: 0x7F/0xFF.
 constexpr NarrowFormat kToE4m3fn{3, 7, -6, 0x7E, 0x7E, 0x7E, 0x7F, 7};
 // e5m2: IEEE-like (the top byte of an f16). Overflow and Inf give Inf, NaN is 0x7F/0xFF.
 constexpr NarrowFormat kToE5m2{2, 15, -14, 0x7B, 0x7C, 0x7C, 0x7F, 7};
@@ -287,7 +288,9 @@ double load_element(const void* base, DType dtype, int64_t index) {
 void store_element(void* base, DType dtype, int64_t index, double value) {
   // Narrow floats round twice on purpose, double -> f32 -> format: a reference computes in
   // double where torch computes in float32 and then casts, so this matches torch's result.
-  const auto as_f32 = [value] { return static_cast<float>(value); };  // round to nearest even
+  // IEEE 754 conversion (checked below): nearest even, and +-Inf beyond the f32 range.
+  static_assert(std::numeric_limits<float>::is_iec559 && std::numeric_limits<double>::is_iec559);
+  const auto as_f32 = [value] { return static_cast<float>(value); };
   switch (dtype) {
     case DType::f32: store_as<float>(base, index, as_f32()); return;
     case DType::f16: store_as<uint16_t>(base, index, f32_to_f16(as_f32())); return;

@@ -43,12 +43,20 @@ class Rng {
   // Uniform in [0, 1).
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  // Standard normal (Box-Muller; one value per call keeps the stream simple to replay).
+  // Standard normal (Box-Muller; both values of a pair are used, the second on the next
+  // call, so the stream replays exactly from the seed).
   double normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
     double u1 = uniform();
     double u2 = uniform();
     if (u1 < 1e-300) u1 = 1e-300;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(6.283185307179586 * u2);
+    has_spare_ = true;
+    return r * std::cos(6.283185307179586 * u2);
   }
   int64_t integer(int64_t lo, int64_t hi_exclusive) {
     return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi_exclusive - lo));
@@ -57,6 +65,8 @@ class Rng {
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t state_[4];
+  double spare_ = 0;
+  bool has_spare_ = false;
 };
 
 }  // namespace dnnb

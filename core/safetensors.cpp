@@ -120,7 +120,8 @@ Result<json> parse_header(const uint8_t* text, size_t size, const std::string& l
         const auto& key = parsed.get_ref<const std::string&>();
         if (!keys_per_object.back().insert(key).second) {
           if (keys_per_object.size() == 1)
-            throw HeaderAbort{"tensor name " + quoted(key) + " appears twice", "duplicate-name"};
+            throw HeaderAbort{"name " + quoted(key) + " appears twice in the header",
+                              "duplicate-name"};
           throw HeaderAbort{"key " + quoted(key) + " appears twice in one object", "duplicate-key"};
         }
         break;

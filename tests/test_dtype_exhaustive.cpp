@@ -35,7 +35,7 @@ struct FormatRules {
   int mantissa_bits;
   int bias;
   bool finite_only;          // e4m3fn: no Inf, only S.1111.111 is NaN
-  bool saturate_overflow;    // e4m3fn under torch >= 2.12: overflow and Inf give +-max
+  bool saturate_overflow;    // e4m3fn, torch 2.15: overflow and Inf give +-max
   std::function<uint32_t(float)> encode;  // the implementation under test
 };
 

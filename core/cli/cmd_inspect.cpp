@@ -77,8 +77,8 @@ int inspect_file(const std::string& path, bool as_json) {
 
   nlohmann::json report = {{"file", path}, {"tensors", nlohmann::json::array()}};
   if (!as_json)
-    std::printf("%s: %zu tensors, %zu metadata entries\n", printable(path).c_str(), file.entries().size(),
-                file.metadata().size());
+    std::printf("%s: %zu tensors, %zu metadata entries\n", printable(path).c_str(),
+                file.entries().size(), file.metadata().size());
   for (const auto& entry : file.entries()) {
     // Straight over the mapped bytes: load_element reads through memcpy, so a tensor at an
     // unaligned offset (legal in the format) needs no copy.
@@ -111,7 +111,8 @@ int inspect_file(const std::string& path, bool as_json) {
   if (as_json) {
     report["metadata"] = file.metadata();
     // Names and metadata were validated as UTF-8 by the reader; replace is belt and braces.
-    std::printf("%s\n", report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    const auto text = report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("%s\n", text.c_str());
     return 0;
   }
   if (!file.metadata().empty()) {

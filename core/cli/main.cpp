@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   dnnb::cli::add_list_command(app, exit_code);
   dnnb::cli::add_check_command(app, exit_code);
   dnnb::cli::add_inspect_command(app, exit_code);
+  dnnb::cli::add_bench_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,6 +28,8 @@ class CudaDevice final : public DeviceRuntime {
   Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
   Status synchronize() override;
   void release(Buffer& buffer) noexcept override;
+  // CUDA events on stream() (devices/cuda/cuda_timer.cpp).
+  Result<std::unique_ptr<DeviceTimer>> make_timer() override;
 
   int ordinal() const { return ordinal_; }
   cudaStream_t stream() const { return stream_; }

@@ -35,6 +35,8 @@ class OpenCLDevice final : public DeviceRuntime {
   Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
   Status synchronize() override;
   void release(Buffer& buffer) noexcept override;
+  // Profiled marker events on queue() (devices/opencl/opencl_timer.cpp).
+  Result<std::unique_ptr<DeviceTimer>> make_timer() override;
 
   cl_context context() const { return context_; }
   cl_device_id device_id() const { return device_; }

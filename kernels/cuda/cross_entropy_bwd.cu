@@ -69,7 +69,7 @@ Status run_cross_entropy_bwd(OpCall& call) {
     a.target_stride = target.strides[0];
     a.ignore_index = *ignore_index;
     a.kept_rows = kept->as<int>();
-    return launch_softmax_rows<T>(dev, a, false);
+    return launch_softmax_rows<T>(dev, a, SoftmaxPlan::best);
   }));
   return kept->release();
 }

@@ -80,32 +80,37 @@ struct RowView {
 };
 
 // Reads the kVec elements of a row at columns [c, c + kVec) (c a multiple of kVec) into f32:
-// one 16-byte load when the view allows it and the vector is whole, else one load per element
-// (still coalesced across the warp for unit stride; stride 0 re-reads a broadcast element from
-// L1). Columns >= end read as `pad`.
-template <typename T>
+// one 16-byte load when the view allows it and the vector is whole, one load for a broadcast
+// column (stride 0), else one load per element (still coalesced across the warp for unit
+// stride). Columns >= end read as `pad`. The column type I is int in the register-resident kernels
+// (rows <= 16K columns: fewer registers per thread) and int64_t in the streaming ones.
+template <typename T, typename I>
 __device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const T* row, int64_t col_stride,
-                                         bool vec, int64_t c, int64_t end, float pad) {
+                                         bool vec, I c, I end, float pad) {
   if (vec && c + kVec<T> <= end) {
     const Vec16<T> p = *reinterpret_cast<const Vec16<T>*>(row + c);
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k) out[k] = to_float(p.v[k]);
+  } else if (col_stride == 0) {  // a broadcast column: one load
+    const float v = c < end ? to_float(row[0]) : pad;
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) out[k] = c + k < end ? v : pad;
   } else {
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k)
-      out[k] = c + k < end ? to_float(row[(c + k) * col_stride]) : pad;
+      out[k] = c + k < end ? to_float(row[static_cast<int64_t>(c + k) * col_stride]) : pad;
   }
 }
 
-template <typename T>
+template <typename T, typename I>
 __device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const RowView<T>& view,
-                                         const T* row, int64_t c, int64_t end, float pad) {
-  load_vec<T>(out, row, view.ri.col_stride, view.vec, c, end, pad);
+                                         const T* row, I c, I end, float pad) {
+  load_vec<T, I>(out, row, view.ri.col_stride, view.vec, c, end, pad);
 }
 
 // Writes columns [c, min(c + kVec, end)) of a row, rounding once to T.
-template <typename T>
-__device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, int64_t c, int64_t end,
+template <typename T, typename I>
+__device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, I c, I end,
                                           const float (&in)[kVec<T>]) {
   if (view.vec && c + kVec<T> <= end) {
     Vec16<T> p;
@@ -115,7 +120,7 @@ __device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, int64_
   } else {
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k)
-      if (c + k < end) row[(c + k) * view.ri.col_stride] = from_float<T>(in[k]);
+      if (c + k < end) row[static_cast<int64_t>(c + k) * view.ri.col_stride] = from_float<T>(in[k]);
   }
 }
 

@@ -1,15 +1,16 @@
 // CUDA layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance,
 // eps default 1e-5 (F.layer_norm(x, (N,), w, b, eps)).
-// Kernels: kernels/cuda/norm_rows.cuh (row held in registers up to 16K columns).
+// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows up to 16K columns in registers,
+// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory.
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
 namespace {
 
-Status run_layernorm(OpCall& call) {
+Status run_layernorm(OpCall& call, NormPlan plan) {
   auto eps = call.problem.get_double("eps", 1e-5);
   if (!eps) return eps.status();
-  return run_norm_rows<true>(call, static_cast<float>(*eps), 0.f);
+  return run_norm_rows<true>(call, static_cast<float>(*eps), 0.f, plan);
 }
 
 Status check_layernorm(const Problem& problem) {
@@ -17,8 +18,13 @@ Status check_layernorm(const Problem& problem) {
   return eps ? Status::ok() : eps.status();
 }
 
-DNNB_REGISTER(register_cuda("layernorm", "", {DType::f32, DType::f16, DType::bf16}, run_layernorm,
-                            check_layernorm));
+bool register_layernorm(const char* variant, NormPlan plan) {
+  return register_cuda("layernorm", variant, {DType::f32, DType::f16, DType::bf16},
+                       [plan](OpCall& call) { return run_layernorm(call, plan); }, check_layernorm);
+}
+
+DNNB_REGISTER(register_layernorm("", NormPlan::best));
+DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

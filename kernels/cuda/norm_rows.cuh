@@ -10,10 +10,12 @@
 //    read with 16-byte loads at write time (they stay in L2/L1: every row reads the same N
 //    values). Bytes: x read once, y written once, w/b once from DRAM: the minimum. Launch shape:
 //    register_rows_launch (cuda_common.cuh). Expected ~85-90% of copy bandwidth at 8192 cols.
-//  - long (cols > 16384): one 512-thread block per row streams the row from global memory:
-//    sum, squared deviations (layernorm only), then the write pass. The re-reads of a block's
-//    row mostly hit L2. Hidden sizes this large are rare; this path is for completeness.
+//  - long (cols > 16384, and the "smem" variant above 1024): one block of up to 512 threads per
+//    row streams x once, keeping it in shared memory (up to 51200 columns), so x is read once;
+//    longer rows read x from global memory again in each later pass (mostly L2 hits).
 #pragma once
+#include <algorithm>
+
 #include "kernels/cuda/cuda_common.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -28,30 +30,31 @@ struct NormArgs {
   int64_t cols = 0;
   float eps = 0.f;
   float w_offset = 0.f;
-  int group = 32;
+  int group = 32;        // threads per row (registers kernel)
+  bool cache_x = false;  // long kernel: keep the row in shared memory between passes
 };
 
 // y for the vector of columns [c, c + kVec) given the row statistics.
-template <typename T, bool kLayerNorm>
-__device__ __forceinline__ void store_normalized(T* y_row, const NormArgs<T>& a, int64_t c,
+template <typename T, bool kLayerNorm, typename I>
+__device__ __forceinline__ void store_normalized(T* y_row, const NormArgs<T>& a, I c, I cols,
                                                  const float (&v)[kVec<T>], float mean, float rstd) {
   float w[kVec<T>];
-  load_vec<T>(w, a.w, a.w.data, c, a.cols, 0.f);
+  load_vec<T, I>(w, a.w, a.w.data, c, cols, 0.f);
   float o[kVec<T>];
   if constexpr (kLayerNorm) {
     float b[kVec<T>];
-    load_vec<T>(b, a.b, a.b.data, c, a.cols, 0.f);
+    load_vec<T, I>(b, a.b, a.b.data, c, cols, 0.f);
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k) o[k] = (v[k] - mean) * rstd * w[k] + b[k];
   } else {
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k) o[k] = v[k] * rstd * (w[k] + a.w_offset);
   }
-  store_vec<T>(y_row, a.y, c, a.cols, o);
+  store_vec<T, I>(y_row, a.y, c, cols, o);
 }
 
 template <typename T, int EPT, bool kLayerNorm>
-__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) norm_regs_kernel(NormArgs<T> a) {
+__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1) norm_regs_kernel(NormArgs<T> a) {
   constexpr int W = kVec<T>;
   constexpr int VPT = EPT / W;
   __shared__ float scratch[2][32];
@@ -60,12 +63,13 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) norm_regs_kernel
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
   if (row >= a.rows) return;  // whole spare warps of the last block (warp-per-row only)
   const T* x_row = a.x.row(row);
+  const int cols = static_cast<int>(a.cols);  // <= kMaxRegisterCols: 32-bit column math
 
   float v[VPT][W];
 #pragma unroll
-  for (int j = 0; j < VPT; ++j) load_vec<T>(v[j], a.x, x_row, (static_cast<int64_t>(j) * group + t) * W, a.cols, 0.f);
+  for (int j = 0; j < VPT; ++j) load_vec<T, int>(v[j], a.x, x_row, (j * group + t) * W, cols, 0.f);
 
-  const float inv_cols = 1.f / static_cast<float>(a.cols);
+  const float inv_cols = 1.f / static_cast<float>(cols);
   float mean = 0.f;
   if constexpr (kLayerNorm) {
     float s = 0.f;
@@ -80,8 +84,7 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) norm_regs_kernel
   for (int j = 0; j < VPT; ++j)
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      const int64_t c = (static_cast<int64_t>(j) * group + t) * W + k;
-      const float d = c < a.cols ? v[j][k] - mean : 0.f;
+      const float d = (j * group + t) * W + k < cols ? v[j][k] - mean : 0.f;
       q += d * d;
     }
   q = group_reduce(q, SumOp{}, 0.f, group, scratch[1]);
@@ -90,16 +93,28 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) norm_regs_kernel
   T* y_row = a.y.row(row);
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
-    const int64_t c = (static_cast<int64_t>(j) * group + t) * W;
-    if (c < a.cols) store_normalized<T, kLayerNorm>(y_row, a, c, v[j], mean, rstd);
+    const int c = (j * group + t) * W;
+    if (c < cols) store_normalized<T, kLayerNorm, int>(y_row, a, c, cols, v[j], mean, rstd);
   }
 }
 
-// Rows longer than the register capacity: one block per row, streaming passes (see above).
+// Streaming kernel: 16 elements per thread per iteration (4 or 2 16-byte loads in flight), about
+// cols / 64 threads per row (32 to 512): short rows share an SM, long ones keep enough loads in
+// flight.
+template <typename T>
+inline constexpr int kNormLongUnroll = 16 / kVec<T>;
+inline constexpr int kNormLongThreads = 512;
+inline constexpr int64_t kNormCacheBytes = 200 * 1024;  // of the H100/H200's 227 KB per block
+
+// One block per row. Pass 1 streams x from global memory (sum for layernorm, sum of squares
+// for rmsnorm), keeping it in shared memory as floats when cache_x; later passes (squared
+// deviations for layernorm, then the write) read the cache, or x again from global memory.
 template <typename T, bool kLayerNorm>
-__global__ void __launch_bounds__(512) norm_long_kernel(NormArgs<T> a) {
+__global__ void __launch_bounds__(kNormLongThreads, 1) norm_long_kernel(NormArgs<T> a) {
   constexpr int W = kVec<T>;
-  constexpr int U = 4;
+  constexpr int U = kNormLongUnroll<T>;
+  extern __shared__ float4 cached_x4[];
+  float* cached = reinterpret_cast<float*>(cached_x4);
   __shared__ float scratch[2][32];
   const int64_t row = blockIdx.x;
   const int n = blockDim.x;
@@ -107,64 +122,110 @@ __global__ void __launch_bounds__(512) norm_long_kernel(NormArgs<T> a) {
   const int64_t first = static_cast<int64_t>(threadIdx.x) * W;
   const T* x_row = a.x.row(row);
   const float inv_cols = 1.f / static_cast<float>(a.cols);
-
-  float mean = 0.f;
-  if constexpr (kLayerNorm) {
-    float s = 0.f;
-    for (int64_t c = first; c < a.cols; c += step * U) {
-      float v[U][W];
+  // Columns [c, c + W) of the row: from the cache (written by this same thread in pass 1) or
+  // from global memory; columns past the end read `pad`.
+  const auto read = [&](float (&v)[W], int64_t c, float pad) {
+    if (a.cache_x) {
+      if (c < a.cols) {  // the cache holds round_up(cols, W) floats: never read past it
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<T>(v[u], a.x, x_row, c + u * step, a.cols, 0.f);
+        for (int k = 0; k < W; k += 4) {
+          const float4 q = *reinterpret_cast<const float4*>(cached + c + k);
+          v[k] = q.x;
+          v[k + 1] = q.y;
+          v[k + 2] = q.z;
+          v[k + 3] = q.w;
+        }
+      }
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int k = 0; k < W; ++k) s += v[u][k];
+      for (int k = 0; k < W; ++k)
+        if (c + k >= a.cols) v[k] = pad;
+    } else {
+      load_vec<T, int64_t>(v, a.x, x_row, c, a.cols, pad);
     }
-    mean = group_reduce(s, SumOp{}, 0.f, n, scratch[0]) * inv_cols;
-  }
-  float q = 0.f;
+  };
+
+  float acc = 0.f;  // layernorm: sum x; rmsnorm: sum x^2
   for (int64_t c = first; c < a.cols; c += step * U) {
     float v[U][W];
 #pragma unroll
-    for (int u = 0; u < U; ++u) load_vec<T>(v[u], a.x, x_row, c + u * step, a.cols, mean);
+    for (int u = 0; u < U; ++u) load_vec<T, int64_t>(v[u], a.x, x_row, c + u * step, a.cols, 0.f);
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < U; ++u) {
+      if (a.cache_x && c + u * step < a.cols) {
 #pragma unroll
-      for (int k = 0; k < W; ++k) q += (v[u][k] - mean) * (v[u][k] - mean);  // padding reads mean
+        for (int k = 0; k < W; k += 4)
+          *reinterpret_cast<float4*>(cached + c + u * step + k) =
+              make_float4(v[u][k], v[u][k + 1], v[u][k + 2], v[u][k + 3]);
+      }
+#pragma unroll
+      for (int k = 0; k < W; ++k) acc += kLayerNorm ? v[u][k] : v[u][k] * v[u][k];
+    }
   }
-  q = group_reduce(q, SumOp{}, 0.f, n, scratch[1]);
+  acc = group_reduce(acc, SumOp{}, 0.f, n, scratch[0]);
+  float mean = 0.f;
+  float q = acc;
+  if constexpr (kLayerNorm) {
+    mean = acc * inv_cols;
+    q = 0.f;
+    for (int64_t c = first; c < a.cols; c += step * U) {
+      float v[U][W];
+#pragma unroll
+      for (int u = 0; u < U; ++u) read(v[u], c + u * step, mean);  // padding reads mean: adds 0
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < W; ++k) q += (v[u][k] - mean) * (v[u][k] - mean);
+    }
+    q = group_reduce(q, SumOp{}, 0.f, n, scratch[1]);
+  }
   const float rstd = 1.f / sqrtf(q * inv_cols + a.eps);
 
   T* y_row = a.y.row(row);
   for (int64_t c = first; c < a.cols; c += step) {
     float v[W];
-    load_vec<T>(v, a.x, x_row, c, a.cols, 0.f);
-    store_normalized<T, kLayerNorm>(y_row, a, c, v, mean, rstd);
+    read(v, c, 0.f);
+    store_normalized<T, kLayerNorm, int64_t>(y_row, a, c, a.cols, v, mean, rstd);
   }
 }
 
+// How rows are placed (the layernorm and rmsnorm variants).
+enum class NormPlan {
+  best,  // registers up to kMaxRegisterCols, then the long kernel (cached when it fits)
+  smem,  // registers (warp per row) up to 1024 columns, then the long kernel with the cache
+};
+
 template <typename T, bool kLayerNorm>
-Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a) {
+Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (a.cols <= kMaxRegisterCols) {
+  if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
+  const int64_t max_register_cols = plan == NormPlan::best ? kMaxRegisterCols : 32 * 32;
+  if (a.cols <= max_register_cols) {
     const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
-    if (l.grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
     a.group = l.group;
     if (l.ept == 8)
       norm_regs_kernel<T, 8, kLayerNorm><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
     else
       norm_regs_kernel<T, 32, kLayerNorm><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
-  } else {
-    if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
-    norm_long_kernel<T, kLayerNorm><<<static_cast<unsigned>(a.rows), 512, 0, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
   }
+  const int64_t cache_bytes = round_up(a.cols, kVec<T>) * static_cast<int64_t>(sizeof(float));
+  a.cache_x = cache_bytes <= kNormCacheBytes;
+  const int smem = a.cache_x ? static_cast<int>(cache_bytes) : 0;
+  if (smem > 48 * 1024)  // beyond the default limit a kernel must opt in
+    DNNB_CUDA_TRY(cudaFuncSetAttribute(norm_long_kernel<T, kLayerNorm>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // About four iterations of the streaming loop per thread.
+  const int block = static_cast<int>(
+      std::clamp<int64_t>(round_up(ceil_div(a.cols, 16 * 4), 32), 32, kNormLongThreads));
+  norm_long_kernel<T, kLayerNorm><<<static_cast<unsigned>(a.rows), block, smem, device.stream()>>>(a);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }
 
 // Checks the call's tensors (x, w [, b] -> y) and launches for the problem's dtype.
 template <bool kLayerNorm>
-Status run_norm_rows(OpCall& call, float eps, float w_offset) {
+Status run_norm_rows(OpCall& call, float eps, float w_offset, NormPlan plan) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   const size_t inputs = kLayerNorm ? 3 : 2;
@@ -205,7 +266,7 @@ Status run_norm_rows(OpCall& call, float eps, float w_offset) {
     a.cols = xv->ri.cols;
     a.eps = eps;
     a.w_offset = w_offset;
-    return launch_norm_rows<T, kLayerNorm>(**device, a);
+    return launch_norm_rows<T, kLayerNorm>(**device, a, plan);
   });
 }
 

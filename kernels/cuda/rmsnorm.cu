@@ -1,7 +1,8 @@
 // CUDA rmsnorm over the last dim, eps default 1e-6:
 //   form=torch (default): y = x / sqrt(mean(x^2) + eps) * w        (F.rms_norm)
 //   form=gemma:           y = x / sqrt(mean(x^2) + eps) * (1 + w)  (Gemma RMSNorm, all in f32)
-// Kernels: kernels/cuda/norm_rows.cuh (row held in registers up to 16K columns).
+// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows up to 16K columns in registers,
+// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory.
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -21,10 +22,10 @@ Result<RmsnormParams> rmsnorm_params(const Problem& problem) {
   return RmsnormParams{static_cast<float>(*eps), form == "gemma" ? 1.f : 0.f};
 }
 
-Status run_rmsnorm(OpCall& call) {
+Status run_rmsnorm(OpCall& call, NormPlan plan) {
   auto params = rmsnorm_params(call.problem);
   if (!params) return params.status();
-  return run_norm_rows<false>(call, params->eps, params->w_offset);
+  return run_norm_rows<false>(call, params->eps, params->w_offset, plan);
 }
 
 Status check_rmsnorm(const Problem& problem) {
@@ -32,8 +33,13 @@ Status check_rmsnorm(const Problem& problem) {
   return params ? Status::ok() : params.status();
 }
 
-DNNB_REGISTER(register_cuda("rmsnorm", "", {DType::f32, DType::f16, DType::bf16}, run_rmsnorm,
-                            check_rmsnorm));
+bool register_rmsnorm(const char* variant, NormPlan plan) {
+  return register_cuda("rmsnorm", variant, {DType::f32, DType::f16, DType::bf16},
+                       [plan](OpCall& call) { return run_rmsnorm(call, plan); }, check_rmsnorm);
+}
+
+DNNB_REGISTER(register_rmsnorm("", NormPlan::best));
+DNNB_REGISTER(register_rmsnorm("smem", NormPlan::smem));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -1,10 +1,11 @@
 // CUDA softmax over the last dim: z = scale * (softcap ? c tanh(x / c) : x) + mask,
 // y = exp(z - max z) / sum; a fully masked (all -inf) row gives 0. The mask is broadcast to x's
 // shape (stride-0 dims) and may hold -inf.
-// Kernels: kernels/cuda/softmax_rows.cuh. Variants: "" holds each row on chip (registers up
-// to 16K columns, shared memory up to 51200) so x is read once and y written once; "two_pass"
-// always streams (online statistics pass, then a write pass that re-reads x), to measure what
-// holding the row on chip buys.
+// Kernels: kernels/cuda/softmax_rows.cuh. Variants (rows placed by SoftmaxPlan):
+//   ""         rows up to 16K columns in registers, up to 51200 in shared memory, else streamed;
+//   "smem"     rows over 1024 columns in shared memory (more rows per SM than registers allow);
+//   "two_pass" always streamed: statistics pass, then a write pass that re-reads x.
+// The first two read x once and write y once; two_pass measures what that buys.
 #include "kernels/cuda/softmax_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -24,7 +25,7 @@ Result<SoftmaxParams> softmax_params(const Problem& problem) {
   return SoftmaxParams{static_cast<float>(*scale), static_cast<float>(*softcap)};
 }
 
-Status run_softmax(OpCall& call, bool two_pass) {
+Status run_softmax(OpCall& call, SoftmaxPlan plan) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto params = softmax_params(call.problem);
@@ -63,7 +64,7 @@ Status run_softmax(OpCall& call, bool two_pass) {
     a.scale = params->scale;
     a.softcap = params->softcap;
     a.inv_softcap = params->softcap > 0.f ? 1.f / params->softcap : 0.f;
-    return launch_softmax_rows<T>(**device, a, two_pass);
+    return launch_softmax_rows<T>(**device, a, plan);
   });
 }
 
@@ -72,10 +73,14 @@ Status check_softmax(const Problem& problem) {
   return params ? Status::ok() : params.status();
 }
 
-DNNB_REGISTER(register_cuda("softmax", "", {DType::f32, DType::f16, DType::bf16},
-                            [](OpCall& call) { return run_softmax(call, false); }, check_softmax));
-DNNB_REGISTER(register_cuda("softmax", "two_pass", {DType::f32, DType::f16, DType::bf16},
-                            [](OpCall& call) { return run_softmax(call, true); }, check_softmax));
+bool register_softmax(const char* variant, SoftmaxPlan plan) {
+  return register_cuda("softmax", variant, {DType::f32, DType::f16, DType::bf16},
+                       [plan](OpCall& call) { return run_softmax(call, plan); }, check_softmax);
+}
+
+DNNB_REGISTER(register_softmax("", SoftmaxPlan::best));
+DNNB_REGISTER(register_softmax("smem", SoftmaxPlan::smem));
+DNNB_REGISTER(register_softmax("two_pass", SoftmaxPlan::two_pass));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

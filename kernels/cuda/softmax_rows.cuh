@@ -11,23 +11,27 @@
 //    or 32, 16-byte loads), then max, exp and sum run on registers and the row is written once.
 //    Bytes: x (+ mask) read once, y written once: the minimum. Launch shape: register_rows_launch
 //    (cuda_common.cuh). Expected ~85-90% of copy bandwidth at 8192 cols.
-//  - long (cols > 16384, or the "two_pass" variant): pass 1 streams the row keeping online
-//    statistics (running max m and sum s of exp(z - m), one rescale per 16-byte vector at most),
-//    merged across the block; pass 2 writes y. When the row's z fit in shared memory (up to
-//    kSoftmaxCacheBytes / 4 = 51200 columns) pass 1 keeps them there and pass 2 reads them back:
-//    x read once, y written once, as for the register kernel. Longer rows re-read x (and the
-//    mask) in pass 2. Few long rows are split over several blocks: a stats launch writes (m, s)
-//    per chunk, a write launch merges them (in a fixed order: deterministic) and writes its chunk
-//    (x read twice; such problems are small enough to stay in L2).
+//  - long (cols > 16384; above 1024 for the "smem" variant; always for "two_pass"): one block
+//    per row of about cols / 64 threads (32 to 512): rows up to 8K columns take 128 threads, so
+//    several rows share an SM and their load, reduce and write phases overlap; long rows take
+//    512 threads to keep 32 KB of loads in flight per SM. Pass 1 streams the row keeping online statistics (running max m and sum s
+//    of exp(z - m), one rescale per 16-byte vector at most), merged across the block; pass 2
+//    writes y. When the row's z fit in shared memory (up to kSoftmaxCacheBytes / 4 = 51200
+//    columns) pass 1 keeps them there and pass 2 reads them back: x read once, y written once.
+//    Longer rows, and two_pass, re-read x (and the mask) in pass 2. Few long rows are split
+//    over several blocks: a stats launch writes (m, s) per chunk, a write launch merges them (in
+//    a fixed order: deterministic) and writes its chunk (x read twice; such problems are small
+//    enough to stay in L2).
 #pragma once
 #include <algorithm>
-#include <optional>
 
 #include "kernels/cuda/cuda_common.cuh"
 
 namespace dnnb::cuda_kernels {
 
-inline constexpr int kSoftmaxLongUnroll = 4;
+// Streaming kernel: 16 elements per thread per iteration (4 or 2 16-byte loads in flight).
+template <typename T>
+inline constexpr int kSoftmaxLongUnroll = 16 / kVec<T>;
 inline constexpr int kSoftmaxLongThreads = 512;
 inline constexpr int64_t kSoftmaxCacheBytes = 200 * 1024;  // of the H100/H200's 227 KB per block
 
@@ -55,14 +59,13 @@ struct SoftmaxArgs {
 };
 
 // z for the vector of columns [c, c + kVec) of one row; columns >= end are -inf.
-template <typename T>
+template <typename T, typename I>
 __device__ __forceinline__ void load_logits(float (&z)[kVec<T>], const SoftmaxArgs<T>& a,
-                                            const T* x_row, const T* mask_row, int64_t c,
-                                            int64_t end) {
-  load_vec<T>(z, a.x, x_row, c, end, -INFINITY);
+                                            const T* x_row, const T* mask_row, I c, I end) {
+  load_vec<T, I>(z, a.x, x_row, c, end, -INFINITY);
   float add[kVec<T>];
   if (mask_row != nullptr) {
-    load_vec<T>(add, a.mask, mask_row, c, end, 0.f);
+    load_vec<T, I>(add, a.mask, mask_row, c, end, 0.f);
   } else {
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k) add[k] = 0.f;
@@ -91,19 +94,19 @@ __device__ __forceinline__ RowOutput row_output(const SoftmaxArgs<T>& a, int64_t
   return {t, 1.f / static_cast<float>(*a.kept_rows)};
 }
 
-template <typename T>
-__device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, const RowOutput& out,
-                                            int64_t c, int64_t end, const float (&e)[kVec<T>],
+template <typename T, typename I>
+__device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I target,
+                                            float scale, I c, I end, const float (&e)[kVec<T>],
                                             float inv_sum) {
   float o[kVec<T>];
 #pragma unroll
-  for (int k = 0; k < kVec<T>; ++k) o[k] = (e[k] * inv_sum - (c + k == out.target ? 1.f : 0.f)) * out.scale;
-  store_vec<T>(y_row, a.y, c, end, o);
+  for (int k = 0; k < kVec<T>; ++k) o[k] = (e[k] * inv_sum - (c + k == target ? 1.f : 0.f)) * scale;
+  store_vec<T, I>(y_row, a.y, c, end, o);
 }
 
 // Register-resident rows: EPT elements per thread, `group` threads per row.
 template <typename T, int EPT>
-__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) softmax_regs_kernel(SoftmaxArgs<T> a) {
+__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1) softmax_regs_kernel(SoftmaxArgs<T> a) {
   constexpr int W = kVec<T>;
   constexpr int VPT = EPT / W;
   __shared__ float scratch[2][32];
@@ -113,11 +116,11 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) softmax_regs_ker
   if (row >= a.rows) return;  // whole spare warps of the last block (warp-per-row only)
   const T* x_row = a.x.row(row);
   const T* mask_row = a.mask.data != nullptr ? a.mask.row(row) : nullptr;
+  const int cols = static_cast<int>(a.cols);  // <= kMaxRegisterCols: 32-bit column math
 
   float z[VPT][W];
 #pragma unroll
-  for (int j = 0; j < VPT; ++j)
-    load_logits<T>(z[j], a, x_row, mask_row, (static_cast<int64_t>(j) * group + t) * W, a.cols);
+  for (int j = 0; j < VPT; ++j) load_logits<T, int>(z[j], a, x_row, mask_row, (j * group + t) * W, cols);
 
   float m = -INFINITY;
 #pragma unroll
@@ -139,11 +142,12 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>) softmax_regs_ker
   const float inv_sum = s > 0.f ? 1.f / s : 0.f;
 
   const RowOutput out = row_output(a, row);
+  const int target = out.target >= 0 && out.target < cols ? static_cast<int>(out.target) : -1;
   T* y_row = a.y.row(row);
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
-    const int64_t c = (static_cast<int64_t>(j) * group + t) * W;
-    if (c < a.cols) store_probs<T>(y_row, a, out, c, a.cols, z[j], inv_sum);
+    const int c = (j * group + t) * W;
+    if (c < cols) store_probs<T, int>(y_row, a, target, out.scale, c, cols, z[j], inv_sum);
   }
 }
 
@@ -156,7 +160,7 @@ enum SoftmaxPhase : int {
 // Streaming rows of any length: one block per (row, chunk). With cache_z (fused phase only),
 // dynamic shared memory holds the chunk's z as floats (chunk * 4 bytes).
 template <typename T>
-__global__ void __launch_bounds__(kSoftmaxLongThreads) softmax_long_kernel(SoftmaxArgs<T> a, int phase) {
+__global__ void __launch_bounds__(kSoftmaxLongThreads, 1) softmax_long_kernel(SoftmaxArgs<T> a, int phase) {
   constexpr int W = kVec<T>;
   extern __shared__ float4 cached_z4[];
   float* cached_z = reinterpret_cast<float*>(cached_z4);
@@ -178,13 +182,13 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads) softmax_long_kernel(Softm
       merge_max_sum(m, s, p.x, p.y);
     }
   } else {
-    for (int64_t c = c0 + static_cast<int64_t>(t) * W; c < c1; c += step * kSoftmaxLongUnroll) {
-      float z[kSoftmaxLongUnroll][W];
+    for (int64_t c = c0 + static_cast<int64_t>(t) * W; c < c1; c += step * kSoftmaxLongUnroll<T>) {
+      float z[kSoftmaxLongUnroll<T>][W];
 #pragma unroll
-      for (int u = 0; u < kSoftmaxLongUnroll; ++u)
-        load_logits<T>(z[u], a, x_row, mask_row, c + u * step, c1);
+      for (int u = 0; u < kSoftmaxLongUnroll<T>; ++u)
+        load_logits<T, int64_t>(z[u], a, x_row, mask_row, c + u * step, c1);
 #pragma unroll
-      for (int u = 0; u < kSoftmaxLongUnroll; ++u) {
+      for (int u = 0; u < kSoftmaxLongUnroll<T>; ++u) {
         if (a.cache_z && c + u * step < c1) {  // 16-byte stores: conflict-free across the warp
 #pragma unroll
           for (int k = 0; k < W; k += 4)
@@ -234,7 +238,7 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads) softmax_long_kernel(Softm
           }
         }
       } else {
-        load_logits<T>(z[u], a, x_row, mask_row, cu, c1);
+        load_logits<T, int64_t>(z[u], a, x_row, mask_row, cu, c1);
       }
     }
 #pragma unroll
@@ -243,20 +247,29 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads) softmax_long_kernel(Softm
       if (cu < c1) {
 #pragma unroll
         for (int k = 0; k < W; ++k) z[u][k] = expf(z[u][k] - shift);
-        store_probs<T>(y_row, a, out, cu, c1, z[u], inv_sum);
+        store_probs<T, int64_t>(y_row, a, out.target, out.scale, cu, c1, z[u], inv_sum);
       }
     }
   }
 }
 
+// How a launcher places rows (the softmax variants).
+enum class SoftmaxPlan {
+  best,      // registers up to kMaxRegisterCols, then the long kernel with the z cache
+  smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
+  two_pass,  // the long kernel without the cache at every size: x read twice
+};
+
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
-// `two_pass` forces the long kernel at every size (the "two_pass" variant, for comparison).
 template <typename T>
-Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, bool two_pass) {
+Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   const int64_t want_blocks = 2LL * device.sm_count();
-  if (!two_pass && a.cols <= kMaxRegisterCols) {
+  const int64_t max_register_cols = plan == SoftmaxPlan::best ? kMaxRegisterCols
+                                    : plan == SoftmaxPlan::smem ? 32 * 32
+                                                                : 0;
+  if (a.cols <= max_register_cols) {
     const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
     if (l.grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
     a.group = l.group;
@@ -275,13 +288,14 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, bool two_
     a.chunk = round_up(ceil_div(a.cols, splits), W);
     a.splits = ceil_div(a.cols, a.chunk);
   }
+  // About four iterations of the streaming loop per thread, at most kSoftmaxLongThreads.
   const int block = static_cast<int>(std::clamp<int64_t>(
-      round_up(ceil_div(a.chunk, W * kSoftmaxLongUnroll), 32), 32, kSoftmaxLongThreads));
+      round_up(ceil_div(a.chunk, 16 * 4), 32), 32, kSoftmaxLongThreads));
   const int64_t grid = a.rows * a.splits;
   if (grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
   if (a.splits == 1) {
     const int64_t cache_bytes = a.chunk * static_cast<int64_t>(sizeof(float));
-    a.cache_z = !two_pass && cache_bytes <= kSoftmaxCacheBytes;
+    a.cache_z = plan != SoftmaxPlan::two_pass && cache_bytes <= kSoftmaxCacheBytes;
     const int smem = a.cache_z ? static_cast<int>(cache_bytes) : 0;
     if (smem > 48 * 1024)  // beyond the default limit a kernel must opt in
       DNNB_CUDA_TRY(cudaFuncSetAttribute(softmax_long_kernel<T>,

@@ -9,7 +9,8 @@ namespace dnnb {
 namespace {
 
 OpSpec make_gelu_spec() {
-  return ops::unary_spec({"gelu", "F.gelu(approximate='none')", ToleranceClass::elementwise, 5.0, reference::gelu});
+  return ops::unary_spec(
+      {"gelu", "F.gelu(approximate='none')", ToleranceClass::elementwise, 5.0, reference::gelu});
 }
 
 DNNB_REGISTER(register_op(make_gelu_spec()));

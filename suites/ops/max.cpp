@@ -1,4 +1,5 @@
-// max: y = max over the last dim (NaN propagates); x [..., N] -> y [...] (1-D x gives a 0-d y); torch: torch.amax(x, -1).
+// max: y = max over the last dim (NaN propagates);
+// x [..., N] -> y [...] (1-D x gives a 0-d y); torch: torch.amax(x, -1).
 // Tolerance class exact: a max selects one input, no rounding at all.
 // FLOP model: 1 FLOP per input element (one compare).
 #include "reference/reference.h"
@@ -9,7 +10,8 @@ namespace dnnb {
 namespace {
 
 OpSpec make_max_spec() {
-  return ops::reduction_spec({"max", "torch.amax", ToleranceClass::exact, 1.0, 0.0, reference::max});
+  return ops::reduction_spec(
+      {"max", "torch.amax", ToleranceClass::exact, 1.0, 0.0, reference::max});
 }
 
 DNNB_REGISTER(register_op(make_max_spec()));

@@ -66,7 +66,8 @@ Result<Shape> shape_param(const Problem& problem, const std::string& key) {
   auto shape = parse_shape(problem.get(key));
   if (!shape) return Status::bad_input(problem.op + ": parameter " + key + ": " + shape.status().message);
   for (int64_t d : *shape)
-    if (d < 1) return Status::bad_input(problem.op + ": parameter " + key + "=" + problem.get(key) + " has an empty dim");
+    if (d < 1)
+      return Status::bad_input(problem.op + ": parameter " + key + "=" + problem.get(key) + " has an empty dim");
   return shape;
 }
 

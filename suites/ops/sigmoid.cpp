@@ -9,7 +9,8 @@ namespace dnnb {
 namespace {
 
 OpSpec make_sigmoid_spec() {
-  return ops::unary_spec({"sigmoid", "torch.sigmoid", ToleranceClass::elementwise, 3.0, reference::sigmoid});
+  return ops::unary_spec(
+      {"sigmoid", "torch.sigmoid", ToleranceClass::elementwise, 3.0, reference::sigmoid});
 }
 
 DNNB_REGISTER(register_op(make_sigmoid_spec()));

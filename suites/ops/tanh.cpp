@@ -9,7 +9,8 @@ namespace dnnb {
 namespace {
 
 OpSpec make_tanh_spec() {
-  return ops::unary_spec({"tanh", "torch.tanh", ToleranceClass::elementwise, 1.0, reference::tanh});
+  return ops::unary_spec(
+      {"tanh", "torch.tanh", ToleranceClass::elementwise, 1.0, reference::tanh});
 }
 
 DNNB_REGISTER(register_op(make_tanh_spec()));

@@ -25,7 +25,8 @@ void check_accepted_file(const dnnb::SafetensorsFile& file, size_t file_size) {
     require(entry.begin == covered && entry.begin <= entry.end && entry.end <= file_size);
     covered = entry.end;
     const int64_t numel = dnnb::shape_numel(entry.shape);
-    require(static_cast<uint64_t>(numel) * dnnb::dtype_size(entry.dtype) == entry.end - entry.begin);
+    const uint64_t bytes = static_cast<uint64_t>(numel) * dnnb::dtype_size(entry.dtype);
+    require(bytes == entry.end - entry.begin);
     // inspect's statistics, over the bytes in place.
     double sum = 0;
     int64_t nan_count = 0;
