@@ -22,7 +22,8 @@ std::optional<DType> dtype_from_safetensors(std::string_view name);
 bool is_floating(DType dtype);
 
 // Scalar conversions. Encoders round to nearest even; overflow, NaN and Inf follow torch
-// per format: f16 and e5m2 overflow to Inf, e4m3fn has no Inf and overflows to NaN.
+// per format as the fixture's torch does (docs/numerics.md): f16 and e5m2 overflow to Inf; e4m3fn has
+// no Inf and, in torch >= 2.15 (the fixture's), saturates overflow and Inf to +-448 (older torch: NaN).
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_f16(float value);
 float bf16_to_f32(uint16_t bits);

@@ -7,20 +7,20 @@ kernel void ce_rows(const global dnnb_t* logits, dnnb_rows lr, const global long
                     long t_stride, long ignore_index, global float* partial, local float* scratch) {
   for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
-    if (t == ignore_index) {  // uniform across the work-group: every item reads the same t
-      if (get_local_id(0) == 0) {
-        partial[2 * r] = 0.0f;
-        partial[2 * r + 1] = 0.0f;
-      }
-      continue;
-    }
     const long ls = dnnb_row_start(lr, r);
+    // Ignored rows run the same barriers as kept ones (see cross_entropy_bwd.cl) and then
+    // record nothing.
     float m;
     const float s = dnnb_row_logsumexp_stats(logits, ls, lr.col_stride, lr.cols, &m, scratch);
     if (get_local_id(0) == 0) {
-      const float xt = (t >= 0 && t < lr.cols) ? DNNB_LOAD(logits, ls + t * lr.col_stride) : NAN;
-      partial[2 * r] = log(s) + (m - xt);
-      partial[2 * r + 1] = 1.0f;
+      if (t == ignore_index) {
+        partial[2 * r] = 0.0f;
+        partial[2 * r + 1] = 0.0f;
+      } else {
+        const float xt = (t >= 0 && t < lr.cols) ? DNNB_LOAD(logits, ls + t * lr.col_stride) : NAN;
+        partial[2 * r] = log(s) + (m - xt);
+        partial[2 * r + 1] = 1.0f;
+      }
     }
   }
 }

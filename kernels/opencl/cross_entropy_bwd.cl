@@ -20,22 +20,26 @@ kernel void ce_bwd_rows(const global dnnb_t* logits, dnnb_rows lr, const global 
   const float inv_count = 1.0f / count[0];
   for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
-    const long ds = dnnb_row_start(dr, r);
-    if (t == ignore_index) {
-      for (long c = (long)get_local_id(0) * 4; c < cols; c += step)
-        dnnb_store_cols4(dlogits, ds, dr.col_stride, cols, c, (float4)(0.0f));
-      continue;
-    }
     const long ls = dnnb_row_start(lr, r);
+    const long ds = dnnb_row_start(dr, r);
+    // Ignored rows run the same code (and barriers) as kept ones and are scaled to 0: control
+    // flow around barriers stays identical for every row, which some implementations
+    // (PoCL's work-item loops) need even when the branch would be uniform.
+    const int ignored = t == ignore_index;
     float m;
     const float s = dnnb_row_logsumexp_stats(logits, ls, lr.col_stride, cols, &m, scratch);
     // A target outside [0, C) makes the row NaN (torch raises; we cannot).
-    const float bad_target = (t >= 0 && t < cols) ? 0.0f : NAN;
+    const float bad_target = (ignored || (t >= 0 && t < cols)) ? 0.0f : NAN;
+    const float scale = ignored ? 0.0f : inv_count;
     for (long c = (long)get_local_id(0) * 4; c < cols; c += step) {
-      const float4 p = exp(dnnb_load_cols4(logits, ls, lr.col_stride, cols, c, 0.0f) - m) / s;
-      const float4 onehot = (float4)(c == t ? 1.0f : 0.0f, c + 1 == t ? 1.0f : 0.0f, c + 2 == t ? 1.0f : 0.0f,
-                                     c + 3 == t ? 1.0f : 0.0f);
-      dnnb_store_cols4(dlogits, ds, dr.col_stride, cols, c, (p - onehot) * inv_count + bad_target);
+      float4 g = (float4)(0.0f);
+      if (!ignored) {
+        const float4 p = exp(dnnb_load_cols4(logits, ls, lr.col_stride, cols, c, 0.0f) - m) / s;
+        const float4 onehot = (float4)(c == t ? 1.0f : 0.0f, c + 1 == t ? 1.0f : 0.0f,
+                                       c + 2 == t ? 1.0f : 0.0f, c + 3 == t ? 1.0f : 0.0f);
+        g = (p - onehot) * scale + bad_target;
+      }
+      dnnb_store_cols4(dlogits, ds, dr.col_stride, cols, c, g);
     }
   }
 }

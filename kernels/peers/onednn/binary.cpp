@@ -1,6 +1,6 @@
-// add, sub, mul, div as a oneDNN binary primitive. oneDNN broadcasts src1 (b) to dst; a
-// (src0) must already have dst's shape, so problems where a itself is broadcast (e.g.
-// a 64x1 with b 64x4096) are refused by oneDNN and reported unsupported with its status.
+// add, sub, mul, div as a oneDNN binary primitive: a is src0, b src1, both padded with
+// leading 1s to y's rank; oneDNN broadcasts size-1 dims (of either, in 2.6 as installed).
+// A layout or broadcast it refuses is reported unsupported with its status.
 #include "kernels/peers/onednn/onednn_common.h"
 
 namespace dnnb::onednn {
