@@ -19,7 +19,7 @@ namespace dnnb {
 const char* CaseResult::verdict() const {
   switch (status) {
     case StatusCode::ok: return "PASS";
-    case StatusCode::mismatch: return "FAIL";
+    case StatusCode::mismatch: return known_deviation.empty() ? "FAIL" : "XFAIL";
     case StatusCode::error: return "ERROR";
     case StatusCode::skipped: return "SKIP";
     case StatusCode::unsupported: return "UNSUPPORTED";
@@ -431,6 +431,15 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     if (!pass && verdict.is_ok()) verdict = Status::mismatch("output '" + spec.name + "': " + why);
     r.outputs.push_back(o);
   }
+  if (!verdict.is_ok()) {
+    const std::string text = problem.to_string();
+    for (const auto& d : pc.impl->known_deviations)
+      if (glob_match(d.problem_glob, text)) {
+        r.known_deviation = d.reason;
+        verdict.message += " [known deviation: " + d.reason + "]";
+        break;
+      }
+  }
   return finish(verdict);
 }
 
@@ -440,6 +449,9 @@ CheckSummary summarize(const std::vector<CaseResult>& results) {
     switch (r.status) {
       case StatusCode::ok: ++s.passed; break;
       case StatusCode::mismatch:
+        if (r.expected_failure()) ++s.expected_failures;
+        else ++s.failed;
+        break;
       case StatusCode::error: ++s.failed; break;
       case StatusCode::skipped: ++s.skipped; break;
       case StatusCode::unsupported: ++s.unsupported; break;
@@ -486,13 +498,13 @@ nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
       if (o.has_torch) j["torch_metrics"] = metrics_json(o.torch);
       outs.push_back(j);
     }
-    cases.push_back({{"case", r.case_id}, {"device", r.device},   {"source", r.source},
+    cases.push_back({{"case", r.case_id}, {"device", r.device},   {"source", r.source}, {"known_deviation", r.known_deviation},
                      {"verdict", r.verdict()}, {"reason", r.reason}, {"seconds", r.seconds},
                      {"outputs", outs}});
   }
   CheckSummary s = summarize(results);
   return {{"schema_version", 1},
-          {"summary", {{"passed", s.passed}, {"failed", s.failed}, {"skipped", s.skipped},
+          {"summary", {{"passed", s.passed}, {"failed", s.failed}, {"expected_failures", s.expected_failures}, {"skipped", s.skipped},
                        {"unsupported", s.unsupported}, {"bad_input", s.bad_input}}},
           {"cases", cases}};
 }
@@ -504,7 +516,7 @@ std::string results_to_junit(const std::vector<CaseResult>& results) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites><testsuite name=\"dnnblocks.check\" tests=\"" << results.size() << "\" failures=\""
-    << s.failed << "\" errors=\"" << s.bad_input << "\" skipped=\"" << (s.skipped + s.unsupported) << "\" time=\""
+    << s.failed << "\" errors=\"" << s.bad_input << "\" skipped=\"" << (s.skipped + s.unsupported + s.expected_failures) << "\" time=\""
     << total << "\">\n";
   for (const auto& r : results) {
     const std::string op = r.case_id.substr(0, r.case_id.find(':'));
@@ -512,6 +524,7 @@ std::string results_to_junit(const std::vector<CaseResult>& results) {
     x << "  <testcase classname=\"" << xml_escape(op + "." + where) << "\" name=\"" << xml_escape(r.case_id)
       << "\" time=\"" << r.seconds << "\">";
     if (r.failed()) x << "<failure message=\"" << xml_escape(r.reason) << "\"/>";
+    else if (r.expected_failure()) x << "<skipped message=\"XFAIL: " << xml_escape(r.reason) << "\"/>";
     else if (r.status == StatusCode::bad_input) x << "<error message=\"" << xml_escape(r.reason) << "\"/>";
     else if (r.status != StatusCode::ok) x << "<skipped message=\"" << xml_escape(r.reason) << "\"/>";
     x << "</testcase>\n";

@@ -70,6 +70,14 @@ struct OpSpec {
                        std::vector<Tensor>& outputs)> reference;
 };
 
+// A documented way a peer library differs from PyTorch (e.g. flushing subnormals). A case
+// whose problem matches the glob and fails is reported XFAIL with the reason, never hidden;
+// our own kernels have none.
+struct KnownDeviation {
+  std::string problem_glob;  // fnmatch over the problem string, e.g. "*:bf16:*fixture=denormal*"
+  std::string reason;
+};
+
 struct Implementation {
   std::string op;
   std::string backend;
@@ -78,6 +86,7 @@ struct Implementation {
   // ok, or unsupported/skipped with the reason (ISA missing, shape not handled...).
   std::function<Status(const Problem&, const DeviceRuntime&)> supports;
   std::function<Status(OpCall&)> run;
+  std::vector<KnownDeviation> known_deviations;
 
   std::string label() const { return variant.empty() ? backend : backend + "/" + variant; }
 };

@@ -70,8 +70,10 @@ TEST(CudaSmoke, CasesAreValidProblems) {
 
 TEST(CudaSmoke, KernelPathsMatchReference) {
   bool compiled = false;
-  for (const auto& impl : Registry::instance().implementations()) compiled |= impl.backend == "cuda";
-  if (!compiled) GTEST_SKIP() << "no CUDA device: the CUDA kernels are not compiled into this build";
+  for (const auto& impl : Registry::instance().implementations())
+    compiled |= impl.backend == "cuda";
+  if (!compiled)
+    GTEST_SKIP() << "no CUDA device: the CUDA kernels are not compiled into this build";
   if (DeviceSet::instance().first(DeviceKind::cuda) == nullptr) {
     std::string why = DeviceSet::instance().absence_reason(DeviceKind::cuda);
     if (why.rfind("no CUDA device", 0) != 0) why = "no CUDA device: " + why;
@@ -89,8 +91,8 @@ TEST(CudaSmoke, KernelPathsMatchReference) {
     if (r.status == StatusCode::ok) {
       ++passed;
     } else {
-      ADD_FAILURE() << r.verdict() << " " << r.case_id << "\n  " << r.reason << "\n  rerun: "
-                    << repro_command(r, options);
+      ADD_FAILURE() << r.verdict() << " " << r.case_id << "\n  " << r.reason
+                    << "\n  rerun: " << repro_command(r, options);
     }
   }
   EXPECT_EQ(passed, static_cast<int>(kPathCases.size()));

@@ -67,8 +67,8 @@ int run_check_command(CheckArgs& args) {
   for (const auto& [what, count] : folded_skips) std::printf("%s (%d cases; --verbose lists them)\n", what.c_str(), count);
 
   CheckSummary s = summarize(results);
-  std::printf("\ncheck: %d passed, %d failed, %d skipped, %d unsupported, %d bad input\n", s.passed, s.failed,
-              s.skipped, s.unsupported, s.bad_input);
+  std::printf("\ncheck: %d passed, %d failed, %d expected failures (known peer deviations), %d skipped, %d unsupported, %d bad input\n",
+              s.passed, s.failed, s.expected_failures, s.skipped, s.unsupported, s.bad_input);
   if (s.failed + s.bad_input > 0) {
     std::printf("failures:\n");
     for (const auto& r : results) {

@@ -1,6 +1,8 @@
 #include "kernels/avx512/avx512_common.h"
 
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 #include "devices/cpu/cpu_features.h"
 
@@ -68,7 +70,13 @@ Result<HostRows> host_elements(const Tensor& t) {
   return rows_of(column);
 }
 
-int max_threads() { return omp_get_max_threads(); }
+int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 void parallel_tasks(int64_t tasks, int64_t total_elements, const std::function<void(int64_t)>& f) {
   const bool parallel = tasks > 1 && total_elements >= kMinParallelElements && max_threads() > 1;

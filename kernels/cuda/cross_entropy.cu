@@ -32,10 +32,10 @@ struct CeArgs {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t splits = 1;
-  int64_t chunk = 0;            // columns per block, a multiple of kVec<T>
-  float* row_loss = nullptr;    // [rows] when splits == 1
-  float2* partials = nullptr;   // [rows * splits] when splits > 1
-  T* loss = nullptr;            // the 0-d output
+  int64_t chunk = 0;           // columns per block, a multiple of kVec<T>
+  float* row_loss = nullptr;   // [rows] when splits == 1
+  float2* partials = nullptr;  // [rows * splits] when splits > 1
+  T* loss = nullptr;           // the 0-d output
 };
 
 // Loss of one row from its statistics: 0 when ignored, NaN for a target outside [0, C) (torch
@@ -137,11 +137,13 @@ Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a) {
   a.chunk = round_up(std::max<int64_t>(a.cols, 1), W);
   const int64_t want_blocks = 2LL * device.sm_count();
   if (a.rows < want_blocks && a.cols >= 16384) {
-    const int64_t splits = std::min(ceil_div(want_blocks, std::max<int64_t>(a.rows, 1)), ceil_div(a.cols, 8192));
+    const int64_t splits =
+        std::min(ceil_div(want_blocks, std::max<int64_t>(a.rows, 1)), ceil_div(a.cols, 8192));
     a.chunk = round_up(ceil_div(a.cols, splits), W);
     a.splits = ceil_div(a.cols, a.chunk);
   }
-  const int block = static_cast<int>(std::clamp<int64_t>(round_up(ceil_div(a.chunk, W * kCeUnroll), 32), 32, 512));
+  const int block = static_cast<int>(
+      std::clamp<int64_t>(round_up(ceil_div(a.chunk, W * kCeUnroll), 32), 32, 512));
   const int64_t grid = a.rows * a.splits;
   if (grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
   auto scratch = StreamScratch::allocate(

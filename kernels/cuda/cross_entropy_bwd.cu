@@ -19,7 +19,8 @@ __global__ void __launch_bounds__(kCountThreads)
                          int* kept) {
   __shared__ int scratch[32];
   int count = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += kCountThreads) count += target[r * stride] != ignore_index;
+  for (int64_t r = threadIdx.x; r < rows; r += kCountThreads)
+    count += target[r * stride] != ignore_index;
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) count += __shfl_xor_sync(0xffffffffu, count, o);
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = count;
@@ -37,7 +38,8 @@ Status run_cross_entropy_bwd(OpCall& call) {
   auto ignore_index = call.problem.get_int("ignore_index", -100);
   if (!ignore_index) return ignore_index.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
-    return Status::bad_input("cuda cross_entropy_bwd: expected inputs logits, target and output dlogits");
+    return Status::bad_input(
+        "cuda cross_entropy_bwd: expected inputs logits, target and output dlogits");
   const Tensor& logits = call.inputs[0];
   const Tensor& target = call.inputs[1];
   const Tensor& dlogits = call.outputs[0];
@@ -45,14 +47,15 @@ Status run_cross_entropy_bwd(OpCall& call) {
   DNNB_TRY(expect_tensor(target, DType::i64, "target"));
   DNNB_TRY(expect_tensor(dlogits, call.problem.dtype, "dlogits"));
   if (logits.ndim() != 2 || target.shape != Shape{logits.shape[0]} || dlogits.shape != logits.shape)
-    return Status::bad_input("cuda cross_entropy_bwd: expected logits [N, C], target [N], dlogits [N, C]");
+    return Status::bad_input(
+        "cuda cross_entropy_bwd: expected logits [N, C], target [N], dlogits [N, C]");
   if (logits.numel() == 0) return Status::ok();
   const CudaDevice& dev = **device;
   auto kept = StreamScratch::allocate(dev, sizeof(int));
   if (!kept) return kept.status();
   const int64_t rows = logits.shape[0];
-  ce_count_kept_kernel<<<1, kCountThreads, 0, dev.stream()>>>(data_ptr<int64_t>(target), target.strides[0],
-                                                               rows, *ignore_index, kept->as<int>());
+  ce_count_kept_kernel<<<1, kCountThreads, 0, dev.stream()>>>(
+      data_ptr<int64_t>(target), target.strides[0], rows, *ignore_index, kept->as<int>());
   DNNB_CUDA_CHECK_LAUNCH();
   DNNB_TRY(dispatch_float<false>(call.problem.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -79,8 +82,8 @@ Status check_cross_entropy_bwd(const Problem& problem) {
   return ignore_index ? Status::ok() : ignore_index.status();
 }
 
-DNNB_REGISTER(register_cuda("cross_entropy_bwd", "", {DType::f32, DType::bf16}, run_cross_entropy_bwd,
-                            check_cross_entropy_bwd));
+DNNB_REGISTER(register_cuda("cross_entropy_bwd", "", {DType::f32, DType::bf16},
+                            run_cross_entropy_bwd, check_cross_entropy_bwd));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

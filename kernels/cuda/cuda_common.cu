@@ -1,11 +1,11 @@
 // Host glue shared by the CUDA kernels (see cuda_common.cuh).
-#include "kernels/cuda/cuda_common.cuh"
-
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <vector>
+
+#include "kernels/cuda/cuda_common.cuh"
 
 namespace dnnb::cuda_kernels {
 

@@ -38,9 +38,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
@@ -82,8 +86,8 @@ struct RowView {
 // Reads the kVec elements of a row at columns [c, c + kVec) (c a multiple of kVec) into f32:
 // one 16-byte load when the view allows it and the vector is whole, one load for a broadcast
 // column (stride 0), else one load per element (still coalesced across the warp for unit
-// stride). Columns >= end read as `pad`. The column type I is int in the register-resident kernels
-// (rows <= 16K columns: fewer registers per thread) and int64_t in the streaming ones.
+// stride). Columns >= end read as `pad`. The column type I is int in the register-resident
+// kernels (rows <= 16K columns: fewer registers) and int64_t in the streaming ones.
 template <typename T, typename I>
 __device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const T* row, int64_t col_stride,
                                          bool vec, I c, I end, float pad) {
@@ -192,15 +196,6 @@ __device__ __forceinline__ void group_reduce_max_sum(float& m, float& s, int gro
     const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
     merge_max_sum(m, s, m2, s2);
   }
-}
-
-// Adds one element to online statistics (m, s). A fully masked prefix (m == -inf) keeps s = 0.
-__device__ __forceinline__ void online_add(float& m, float& s, float z) {
-  if (z > m) {
-    s = s * expf(m - z);  // m == -inf gives exp(-inf) = 0, and s was 0 anyway
-    m = z;
-  }
-  if (m != -INFINITY) s += expf(z - m);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ template <typename T, int N, typename Op>
 __global__ void __launch_bounds__(kFlatThreads) elementwise_flat_kernel(FlatArgs<T, N> a, Op op) {
   constexpr int W = kVec<T>;
   const int64_t nvec = a.n / W;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kFlatThreads * kFlatUnroll) + threadIdx.x;
+  const int64_t first =
+      static_cast<int64_t>(blockIdx.x) * (kFlatThreads * kFlatUnroll) + threadIdx.x;
   Vec16<T> in[kFlatUnroll][N];
 #pragma unroll
   for (int u = 0; u < kFlatUnroll; ++u) {
@@ -98,7 +99,8 @@ __global__ void __launch_bounds__(kFlatThreads) elementwise_flat_kernel(FlatArgs
 
 // Any layout: one warp per row segment (see the file comment).
 template <typename T, int N, typename Op>
-__global__ void __launch_bounds__(kRowsWarps * 32) elementwise_rows_kernel(RowsArgs<T, N> a, Op op) {
+__global__ void __launch_bounds__(kRowsWarps * 32)
+    elementwise_rows_kernel(RowsArgs<T, N> a, Op op) {
   constexpr int W = kVec<T>;
   constexpr int64_t kSegCols = 32 * W * kRowsUnroll;
   const int lane = threadIdx.x & 31;
@@ -212,8 +214,9 @@ bool register_unary(const char* op_name, Op op) {
 // One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape.
 template <typename Op>
 bool register_binary(const char* op_name, Op op) {
-  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16},
-                       [op](OpCall& call) { return run_elementwise<2>(call, {"a", "b"}, op); });
+  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16}, [op](OpCall& call) {
+    return run_elementwise<2>(call, {"a", "b"}, op);
+  });
 }
 
 }  // namespace dnnb::cuda_kernels

@@ -19,8 +19,9 @@ Status check_layernorm(const Problem& problem) {
 }
 
 bool register_layernorm(const char* variant, NormPlan plan) {
-  return register_cuda("layernorm", variant, {DType::f32, DType::f16, DType::bf16},
-                       [plan](OpCall& call) { return run_layernorm(call, plan); }, check_layernorm);
+  return register_cuda(
+      "layernorm", variant, {DType::f32, DType::f16, DType::bf16},
+      [plan](OpCall& call) { return run_layernorm(call, plan); }, check_layernorm);
 }
 
 DNNB_REGISTER(register_layernorm("", NormPlan::best));

@@ -1,5 +1,5 @@
-// CUDA norm2 over the last dim: y = sqrt(sum_c x[c]^2) (torch.linalg.vector_norm), accumulated in f32.
-// Kernels and launch shapes: kernels/cuda/row_reduce.cuh (warp or block per row, split rows).
+// CUDA norm2 over the last dim: y = sqrt(sum_c x[c]^2) (torch.linalg.vector_norm), accumulated in
+// f32. Kernels and launch shapes: kernels/cuda/row_reduce.cuh (warp or block per row, split rows).
 #include "kernels/cuda/row_reduce.cuh"
 
 namespace dnnb::cuda_kernels {

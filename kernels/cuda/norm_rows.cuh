@@ -37,7 +37,8 @@ struct NormArgs {
 // y for the vector of columns [c, c + kVec) given the row statistics.
 template <typename T, bool kLayerNorm, typename I>
 __device__ __forceinline__ void store_normalized(T* y_row, const NormArgs<T>& a, I c, I cols,
-                                                 const float (&v)[kVec<T>], float mean, float rstd) {
+                                                 const float (&v)[kVec<T>], float mean,
+                                                 float rstd) {
   float w[kVec<T>];
   load_vec<T, I>(w, a.w, a.w.data, c, cols, 0.f);
   float o[kVec<T>];
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(kNormLongThreads, 1) norm_long_kernel(NormArgs
   const float inv_cols = 1.f / static_cast<float>(a.cols);
   // Columns [c, c + W) of the row: from the cache (written by this same thread in pass 1) or
   // from global memory; columns past the end read `pad`.
-  const auto read = [&](float (&v)[W], int64_t c, float pad) {
+  const auto read = [&](float(&v)[W], int64_t c, float pad) {
     if (a.cache_x) {
       if (c < a.cols) {  // the cache holds round_up(cols, W) floats: never read past it
 #pragma unroll
@@ -203,9 +204,11 @@ Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) 
     const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
     a.group = l.group;
     if (l.ept == 8)
-      norm_regs_kernel<T, 8, kLayerNorm><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
+      norm_regs_kernel<T, 8, kLayerNorm>
+          <<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
     else
-      norm_regs_kernel<T, 32, kLayerNorm><<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
+      norm_regs_kernel<T, 32, kLayerNorm>
+          <<<static_cast<unsigned>(l.grid), l.block, 0, device.stream()>>>(a);
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }
@@ -218,7 +221,8 @@ Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) 
   // About four iterations of the streaming loop per thread.
   const int block = static_cast<int>(
       std::clamp<int64_t>(round_up(ceil_div(a.cols, 16 * 4), 32), 32, kNormLongThreads));
-  norm_long_kernel<T, kLayerNorm><<<static_cast<unsigned>(a.rows), block, smem, device.stream()>>>(a);
+  norm_long_kernel<T, kLayerNorm>
+      <<<static_cast<unsigned>(a.rows), block, smem, device.stream()>>>(a);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }

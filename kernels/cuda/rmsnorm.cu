@@ -34,8 +34,9 @@ Status check_rmsnorm(const Problem& problem) {
 }
 
 bool register_rmsnorm(const char* variant, NormPlan plan) {
-  return register_cuda("rmsnorm", variant, {DType::f32, DType::f16, DType::bf16},
-                       [plan](OpCall& call) { return run_rmsnorm(call, plan); }, check_rmsnorm);
+  return register_cuda(
+      "rmsnorm", variant, {DType::f32, DType::f16, DType::bf16},
+      [plan](OpCall& call) { return run_rmsnorm(call, plan); }, check_rmsnorm);
 }
 
 DNNB_REGISTER(register_rmsnorm("", NormPlan::best));

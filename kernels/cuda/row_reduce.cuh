@@ -31,9 +31,9 @@ struct ReduceArgs {
   float* partials;  // rows * splits, when splits > 1
   int64_t rows;
   int64_t cols;
-  int64_t splits;   // chunks per row
-  int64_t chunk;    // columns per chunk, a multiple of kVec<T>
-  int group;        // threads per row chunk: 32 (warp per row) or blockDim.x
+  int64_t splits;  // chunks per row
+  int64_t chunk;   // columns per chunk, a multiple of kVec<T>
+  int group;       // threads per row chunk: 32 (warp per row) or blockDim.x
 };
 
 template <typename T, typename R>
@@ -42,7 +42,8 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
   __shared__ float scratch[32];
   const int group = a.group;
   const int t = threadIdx.x % group;
-  const int64_t unit = static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
+  const int64_t unit =
+      static_cast<int64_t>(blockIdx.x) * (blockDim.x / group) + threadIdx.x / group;
   const bool active = unit < a.rows * a.splits;  // false only for spare warps of the last block
   float acc = red.identity();
   if (active) {
@@ -54,15 +55,16 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
     for (int64_t c = c0 + static_cast<int64_t>(t) * W; c < c1; c += step * kReduceUnroll) {
       float v[kReduceUnroll][W];
 #pragma unroll
-      for (int u = 0; u < kReduceUnroll; ++u) load_vec<T>(v[u], a.x, xr, c + u * step, c1, red.pad());
+      for (int u = 0; u < kReduceUnroll; ++u)
+        load_vec<T>(v[u], a.x, xr, c + u * step, c1, red.pad());
 #pragma unroll
       for (int u = 0; u < kReduceUnroll; ++u)
 #pragma unroll
         for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(v[u][k]));
     }
   }
-  acc = group_reduce(acc, [&](float p, float q) { return red.combine(p, q); }, red.identity(),
-                     group, scratch);
+  acc = group_reduce(
+      acc, [&](float p, float q) { return red.combine(p, q); }, red.identity(), group, scratch);
   if (active && t == 0) {
     if (a.splits == 1)
       a.y[unit] = from_float<T>(red.finish(acc, a.cols));
@@ -76,7 +78,8 @@ template <typename T, typename R>
 __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a, R red) {
   const int64_t row = blockIdx.x;
   float acc = red.identity();
-  for (int64_t i = threadIdx.x; i < a.splits; i += 32) acc = red.combine(acc, a.partials[row * a.splits + i]);
+  for (int64_t i = threadIdx.x; i < a.splits; i += 32)
+    acc = red.combine(acc, a.partials[row * a.splits + i]);
   acc = warp_reduce(acc, [&](float p, float q) { return red.combine(p, q); });
   if (threadIdx.x == 0) a.y[row] = from_float<T>(red.finish(acc, a.cols));
 }
@@ -112,7 +115,8 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
       a.splits = ceil_div(a.cols, a.chunk);
     }
     const int64_t vectors = ceil_div(a.chunk, W);
-    block = static_cast<int>(std::clamp<int64_t>(round_up(ceil_div(vectors, kReduceUnroll), 32), 64, 512));
+    block = static_cast<int>(
+        std::clamp<int64_t>(round_up(ceil_div(vectors, kReduceUnroll), 32), 64, 512));
     a.group = block;
     grid = a.rows * a.splits;
   }
@@ -127,7 +131,8 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
   row_reduce_kernel<T, R><<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, red);
   DNNB_CUDA_CHECK_LAUNCH();
   if (!scratch) return Status::ok();
-  row_reduce_finalize_kernel<T, R><<<static_cast<unsigned>(a.rows), 32, 0, device.stream()>>>(a, red);
+  row_reduce_finalize_kernel<T, R>
+      <<<static_cast<unsigned>(a.rows), 32, 0, device.stream()>>>(a, red);
   DNNB_CUDA_CHECK_LAUNCH();
   return scratch->release();
 }

@@ -1,4 +1,5 @@
-// CUDA sigmoid: y = 1 / (1 + exp(-x)). expf (not __expf) and IEEE division: about 2 ulp in f32. Large negative x gives exp = inf and y = 0, as it should.
+// CUDA sigmoid: y = 1 / (1 + exp(-x)). expf (not __expf) and IEEE division: about 2 ulp in
+// f32. Large negative x gives exp = inf and y = 0, as it should.
 // Kernel and launch shape: kernels/cuda/elementwise.cuh (16-byte vectors, f32 math).
 #include "kernels/cuda/elementwise.cuh"
 

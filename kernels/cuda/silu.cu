@@ -1,5 +1,5 @@
-// CUDA silu: y = x * sigmoid(x), computed as x / (1 + exp(-x)) (one rounding fewer than x * (1 / ...)).
-// Kernel and launch shape: kernels/cuda/elementwise.cuh (16-byte vectors, f32 math).
+// CUDA silu: y = x * sigmoid(x), computed as x / (1 + exp(-x)) (one rounding fewer than x * (1 /
+// ...)). Kernel and launch shape: kernels/cuda/elementwise.cuh (16-byte vectors, f32 math).
 #include "kernels/cuda/elementwise.cuh"
 
 namespace dnnb::cuda_kernels {

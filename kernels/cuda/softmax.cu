@@ -74,8 +74,9 @@ Status check_softmax(const Problem& problem) {
 }
 
 bool register_softmax(const char* variant, SoftmaxPlan plan) {
-  return register_cuda("softmax", variant, {DType::f32, DType::f16, DType::bf16},
-                       [plan](OpCall& call) { return run_softmax(call, plan); }, check_softmax);
+  return register_cuda(
+      "softmax", variant, {DType::f32, DType::f16, DType::bf16},
+      [plan](OpCall& call) { return run_softmax(call, plan); }, check_softmax);
 }
 
 DNNB_REGISTER(register_softmax("", SoftmaxPlan::best));

@@ -14,14 +14,14 @@
 //  - long (cols > 16384; above 1024 for the "smem" variant; always for "two_pass"): one block
 //    per row of about cols / 64 threads (32 to 512): rows up to 8K columns take 128 threads, so
 //    several rows share an SM and their load, reduce and write phases overlap; long rows take
-//    512 threads to keep 32 KB of loads in flight per SM. Pass 1 streams the row keeping online statistics (running max m and sum s
-//    of exp(z - m), one rescale per 16-byte vector at most), merged across the block; pass 2
-//    writes y. When the row's z fit in shared memory (up to kSoftmaxCacheBytes / 4 = 51200
-//    columns) pass 1 keeps them there and pass 2 reads them back: x read once, y written once.
-//    Longer rows, and two_pass, re-read x (and the mask) in pass 2. Few long rows are split
-//    over several blocks: a stats launch writes (m, s) per chunk, a write launch merges them (in
-//    a fixed order: deterministic) and writes its chunk (x read twice; such problems are small
-//    enough to stay in L2).
+//    512 threads to keep 32 KB of loads in flight per SM. Pass 1 streams the row keeping online
+//    statistics (running max m and sum s of exp(z - m), one rescale per 16-byte vector at most),
+//    merged across the block; pass 2 writes y. When the row's z fit in shared memory (up to
+//    kSoftmaxCacheBytes / 4 = 51200 columns) pass 1 keeps them there and pass 2 reads them back:
+//    x read once, y written once. Longer rows, and two_pass, re-read x (and the mask) in pass 2.
+//    Few long rows are split over several blocks: a stats launch writes (m, s) per chunk, a
+//    write launch merges them (in a fixed order: deterministic) and writes its chunk (x read
+//    twice; such problems are small enough to stay in L2).
 #pragma once
 #include <algorithm>
 
@@ -43,7 +43,7 @@ struct SoftmaxArgs {
   int64_t rows = 0;
   int64_t cols = 0;
   float scale = 1.f;
-  float softcap = 0.f;      // 0 = off
+  float softcap = 0.f;  // 0 = off
   float inv_softcap = 0.f;
   // cross_entropy_bwd only (target == nullptr for softmax)
   const int64_t* target = nullptr;
@@ -51,10 +51,10 @@ struct SoftmaxArgs {
   int64_t ignore_index = 0;
   const int* kept_rows = nullptr;  // device count of rows whose target is not ignore_index
   // launch shape
-  int group = 32;           // threads per row (registers kernel)
-  int64_t splits = 1;       // blocks per row (long kernel)
-  int64_t chunk = 0;        // columns per block (long kernel), a multiple of kVec<T>
-  bool cache_z = false;     // long kernel, fused: keep z in shared memory between the passes
+  int group = 32;              // threads per row (registers kernel)
+  int64_t splits = 1;          // blocks per row (long kernel)
+  int64_t chunk = 0;           // columns per block (long kernel), a multiple of kVec<T>
+  bool cache_z = false;        // long kernel, fused: keep z in shared memory between the passes
   float2* partials = nullptr;  // (m, s) per row chunk when splits > 1
 };
 
@@ -106,7 +106,8 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
 
 // Register-resident rows: EPT elements per thread, `group` threads per row.
 template <typename T, int EPT>
-__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1) softmax_regs_kernel(SoftmaxArgs<T> a) {
+__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1)
+    softmax_regs_kernel(SoftmaxArgs<T> a) {
   constexpr int W = kVec<T>;
   constexpr int VPT = EPT / W;
   __shared__ float scratch[2][32];
@@ -120,7 +121,8 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1) softmax_regs_
 
   float z[VPT][W];
 #pragma unroll
-  for (int j = 0; j < VPT; ++j) load_logits<T, int>(z[j], a, x_row, mask_row, (j * group + t) * W, cols);
+  for (int j = 0; j < VPT; ++j)
+    load_logits<T, int>(z[j], a, x_row, mask_row, (j * group + t) * W, cols);
 
   float m = -INFINITY;
 #pragma unroll
@@ -160,7 +162,8 @@ enum SoftmaxPhase : int {
 // Streaming rows of any length: one block per (row, chunk). With cache_z (fused phase only),
 // dynamic shared memory holds the chunk's z as floats (chunk * 4 bytes).
 template <typename T>
-__global__ void __launch_bounds__(kSoftmaxLongThreads, 1) softmax_long_kernel(SoftmaxArgs<T> a, int phase) {
+__global__ void __launch_bounds__(kSoftmaxLongThreads, 1)
+    softmax_long_kernel(SoftmaxArgs<T> a, int phase) {
   constexpr int W = kVec<T>;
   extern __shared__ float4 cached_z4[];
   float* cached_z = reinterpret_cast<float*>(cached_z4);
@@ -266,7 +269,7 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   const int64_t want_blocks = 2LL * device.sm_count();
-  const int64_t max_register_cols = plan == SoftmaxPlan::best ? kMaxRegisterCols
+  const int64_t max_register_cols = plan == SoftmaxPlan::best   ? kMaxRegisterCols
                                     : plan == SoftmaxPlan::smem ? 32 * 32
                                                                 : 0;
   if (a.cols <= max_register_cols) {
@@ -289,8 +292,8 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
     a.splits = ceil_div(a.cols, a.chunk);
   }
   // About four iterations of the streaming loop per thread, at most kSoftmaxLongThreads.
-  const int block = static_cast<int>(std::clamp<int64_t>(
-      round_up(ceil_div(a.chunk, 16 * 4), 32), 32, kSoftmaxLongThreads));
+  const int block = static_cast<int>(
+      std::clamp<int64_t>(round_up(ceil_div(a.chunk, 16 * 4), 32), 32, kSoftmaxLongThreads));
   const int64_t grid = a.rows * a.splits;
   if (grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
   if (a.splits == 1) {
@@ -300,16 +303,19 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
     if (smem > 48 * 1024)  // beyond the default limit a kernel must opt in
       DNNB_CUDA_TRY(cudaFuncSetAttribute(softmax_long_kernel<T>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a, kSoftmaxFused);
+    softmax_long_kernel<T>
+        <<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a, kSoftmaxFused);
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }
   auto scratch = StreamScratch::allocate(device, sizeof(float2) * a.rows * a.splits);
   if (!scratch) return scratch.status();
   a.partials = scratch->as<float2>();
-  softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxStats);
+  softmax_long_kernel<T>
+      <<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxStats);
   DNNB_CUDA_CHECK_LAUNCH();
-  softmax_long_kernel<T><<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxWrite);
+  softmax_long_kernel<T>
+      <<<static_cast<unsigned>(grid), block, 0, device.stream()>>>(a, kSoftmaxWrite);
   DNNB_CUDA_CHECK_LAUNCH();
   return scratch->release();
 }
