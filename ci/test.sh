@@ -19,4 +19,6 @@ else
   echo "test.sh: SKIP fuzz run: clang++ not found"
 fi
 
+# Say why device tests skip (CTest itself only prints "Skipped").
+build/default/bin/dnnblocks devices | sed -n "/^Absent/,/^$/p"
 ctest --preset default -j"$jobs"

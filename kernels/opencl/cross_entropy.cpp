@@ -37,7 +37,7 @@ Status run_cross_entropy(OpCall& call, const std::string& source) {
     KernelArgs args(*kernel);
     args.add(cl_buffer(logits)).add(*lr).add(cl_buffer(target)).add(cl_long{target.offset});
     args.add(cl_long{target.strides[0]}).add(cl_long{*ignore_index}).add(*partial);
-    args.add_local(geometry->local * sizeof(cl_float));
+    args.add_local(geometry->scratch_bytes());
     DNNB_TRY(args.status());
     DNNB_TRY(launch_rows(**device, *kernel, *geometry, "cross_entropy/ce_rows"));
   }

@@ -31,10 +31,11 @@ kernel void ce_bwd_rows(const global dnnb_t* logits, dnnb_rows lr, const global 
     // A target outside [0, C) makes the row NaN (torch raises; we cannot).
     const float bad_target = (ignored || (t >= 0 && t < cols)) ? 0.0f : NAN;
     const float scale = ignored ? 0.0f : inv_count;
+    const float inv_s = 1.0f / s;
     for (long c = (long)get_local_id(0) * 4; c < cols; c += step) {
       float4 g = (float4)(0.0f);
       if (!ignored) {
-        const float4 p = exp(dnnb_load_cols4(logits, ls, lr.col_stride, cols, c, 0.0f) - m) / s;
+        const float4 p = exp(dnnb_load_cols4(logits, ls, lr.col_stride, cols, c, 0.0f) - m) * inv_s;
         const float4 onehot = (float4)(c == t ? 1.0f : 0.0f, c + 1 == t ? 1.0f : 0.0f,
                                        c + 2 == t ? 1.0f : 0.0f, c + 3 == t ? 1.0f : 0.0f);
         g = (p - onehot) * scale + bad_target;

@@ -50,7 +50,7 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
   KernelArgs args(*kernel);
   args.add(cl_buffer(logits)).add(*lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{*ignore_index}).add(*count).add(cl_buffer(dlogits)).add(*dr);
-  args.add_local(geometry->local * sizeof(cl_float));
+  args.add_local(geometry->scratch_bytes());
   DNNB_TRY(args.status());
   return launch_rows(**device, *kernel, *geometry, "cross_entropy_bwd/ce_bwd_rows");
 }

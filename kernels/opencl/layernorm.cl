@@ -1,6 +1,6 @@
 // layernorm over the last dim, one work-group per row:
-//   y = (x - mean) / sqrt(var + eps) * w + b   (biased variance, two-pass: mean, then the
-//   squared deviations, so large means do not cancel).
+//   y = (x - mean) / sqrt(var + eps) * w + b   (biased variance from squared deviations about
+//   the mean, never sum(x^2) - n mean^2, so large means do not cancel).
 // w and b are 1-D views [N] (their RowIndex: offset and col_stride).
 kernel void layernorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
                            const global dnnb_t* b, dnnb_rows br, float eps, global dnnb_t* y, dnnb_rows yr,
@@ -13,23 +13,29 @@ kernel void layernorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dn
     const long xs = dnnb_row_start(xr, r);
     const long ys = dnnb_row_start(yr, r);
     if (dnnb_row_fits_cache(cols)) {
+      // One read of x into registers. Each work-item takes the mean and the squared
+      // deviations of its own values (two passes over registers), and one tree merges the
+      // (count, mean, M2) triples: exact two-pass accuracy with a single reduction.
       float4 cache[DNNB_CACHE_VECS];
       float s = 0.0f;
+      float count = 0.0f;
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
         const long c = (k * lsize + lid) * 4;
         cache[k] = c < cols ? dnnb_load_cols4(x, xs, xr.col_stride, cols, c, 0.0f) : (float4)(0.0f);
         s += dnnb_sum4(cache[k]);
+        count += c < cols ? (float)min(cols - c, 4L) : 0.0f;
       }
-      const float mean = dnnb_wg_sum(s, scratch) * inv_cols;
+      const float mean_own = count > 0.0f ? s / count : 0.0f;
       float q = 0.0f;
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
         const long c = (k * lsize + lid) * 4;
-        const float4 d = (cache[k] - mean) * dnnb_valid4(c, cols);
+        const float4 d = (cache[k] - mean_own) * dnnb_valid4(c, cols);
         q += dnnb_sum4(d * d);
       }
-      const float var = dnnb_wg_sum(q, scratch) * inv_cols;
+      float mean;
+      const float var = dnnb_wg_moments(count, mean_own, q, scratch, &mean) * inv_cols;
       const float rstd = 1.0f / sqrt(var + eps);
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {

@@ -37,7 +37,7 @@ Status run_layernorm(OpCall& call, const std::string& source) {
   if (!geometry) return geometry.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(*xr).add(cl_buffer(w)).add(*wr).add(cl_buffer(b)).add(*br);
-  args.add(static_cast<cl_float>(*eps)).add(cl_buffer(y)).add(*yr).add_local(geometry->local * sizeof(cl_float));
+  args.add(static_cast<cl_float>(*eps)).add(cl_buffer(y)).add(*yr).add_local(geometry->scratch_bytes());
   DNNB_TRY(args.status());
   return launch_rows(**device, *kernel, *geometry, "layernorm/layernorm_rows");
 }

@@ -77,10 +77,13 @@ Status launch_elementwise_rows(OpenCLDevice& device, cl_kernel kernel, int64_t r
 
 // Row kernels (one work-group per row). The work-group size is a power of two chosen so the
 // row fits the register cache (DNNB_CACHE_VECS float4 per work-item) where possible; the
-// kernel's last argument is local scratch of `scratch_floats_per_item` floats per item.
+// kernel's last argument is local scratch of RowGeometry::scratch_bytes().
 struct RowGeometry {
   size_t local = 1;
   size_t global = 1;
+  // Local scratch for the merged work-group statistics: up to three floats per work-item
+  // ((count, mean, M2) triples; (max, sum) pairs and plain sums use less).
+  size_t scratch_bytes() const { return 3 * local * sizeof(cl_float); }
 };
 Result<RowGeometry> row_geometry(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols);
 Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& geometry, const std::string& what);

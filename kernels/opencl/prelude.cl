@@ -128,6 +128,84 @@ inline float dnnb_wg_max(float v, local float* scratch) {
   return total;
 }
 
+// ---- merged statistics ----------------------------------------------------------------------
+// Softmax statistics as a pair (m, s): the max of some values and the sum of exp(v - m) over
+// them. Two pairs merge exactly (up to rounding), so one tree gives both the row max and the
+// row sum: half the barriers of a max tree followed by a sum tree.
+inline void dnnb_softmax_merge(float* m, float* s, float m2, float s2) {
+  const float mm = dnnb_max_nan(*m, m2);
+  if (mm == -INFINITY) return;  // both empty (or fully masked): stays (-inf, 0)
+  const float a = *m == -INFINITY ? 0.0f : *s * exp(*m - mm);
+  const float b = m2 == -INFINITY ? 0.0f : s2 * exp(m2 - mm);
+  *m = mm;
+  *s = a + b;
+}
+
+// Adds one value to a running pair; exp(-inf) = 0 covers the first value, and -inf values
+// (masked) add nothing. A NaN value makes s NaN, as torch's result is NaN then.
+inline void dnnb_softmax_add(float x, float* m, float* s) {
+  if (x > *m) {
+    *s = *s * exp(*m - x) + 1.0f;
+    *m = x;
+  } else if (x != -INFINITY) {
+    *s += exp(x - *m);
+  }
+}
+
+// Work-group merge of (m, s) pairs; every work-item gets the row's pair. `scratch` holds at
+// least 2 * get_local_size(0) floats.
+inline float dnnb_wg_softmax_stats(float m, float s, local float* scratch, float* m_out) {
+  const uint lid = get_local_id(0);
+  const uint n = get_local_size(0);
+  scratch[lid] = m;
+  scratch[n + lid] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint st = n / 2; st > 0; st >>= 1) {
+    if (lid < st) {
+      float mm = scratch[lid];
+      float ss = scratch[n + lid];
+      dnnb_softmax_merge(&mm, &ss, scratch[lid + st], scratch[n + lid + st]);
+      scratch[lid] = mm;
+      scratch[n + lid] = ss;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *m_out = scratch[0];
+  const float total = scratch[n];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+// Mean and variance as (count, mean, M2 = sum of squared deviations), merged with Chan's
+// formula, so one tree gives both moments without the cancellation of sum(x^2) - n mean^2.
+// `scratch` holds at least 3 * get_local_size(0) floats. Returns M2; *mean_out gets the mean.
+inline float dnnb_wg_moments(float count, float mean, float m2, local float* scratch, float* mean_out) {
+  const uint lid = get_local_id(0);
+  const uint n = get_local_size(0);
+  scratch[lid] = count;
+  scratch[n + lid] = mean;
+  scratch[2 * n + lid] = m2;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint st = n / 2; st > 0; st >>= 1) {
+    if (lid < st) {
+      const float na = scratch[lid], nb = scratch[lid + st];
+      const float total = na + nb;
+      if (nb > 0.0f) {
+        const float delta = scratch[n + lid + st] - scratch[n + lid];
+        const float fb = nb / total;
+        scratch[n + lid] += delta * fb;
+        scratch[2 * n + lid] += scratch[2 * n + lid + st] + delta * delta * na * fb;
+        scratch[lid] = total;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *mean_out = scratch[n];
+  const float total_m2 = scratch[2 * n];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total_m2;
+}
+
 // ---- row kernels: register cache ---------------------------------------------------------
 // Row kernels run one work-group per row. When a row fits, each work-item keeps its slots
 // (DNNB_CACHE_VECS float4 each, slot k at column (k * local_size + lid) * 4) in registers, so

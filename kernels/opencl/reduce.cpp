@@ -28,7 +28,7 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
   KernelArgs args(*kernel);
-  args.add(cl_buffer(x)).add(*xr).add(cl_buffer(y)).add(*yr).add_local(geometry->local * sizeof(cl_float));
+  args.add(cl_buffer(x)).add(*xr).add(cl_buffer(y)).add(*yr).add_local(geometry->scratch_bytes());
   DNNB_TRY(args.status());
   return launch_rows(**device, *kernel, *geometry, program_name + "/reduce_rows");
 }

@@ -35,7 +35,7 @@ Status run_rmsnorm(OpCall& call, const std::string& source) {
   if (!geometry) return geometry.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(*xr).add(cl_buffer(w)).add(*wr).add(static_cast<cl_float>(*eps));
-  args.add(cl_int{form == "gemma" ? 1 : 0}).add(cl_buffer(y)).add(*yr).add_local(geometry->local * sizeof(cl_float));
+  args.add(cl_int{form == "gemma" ? 1 : 0}).add(cl_buffer(y)).add(*yr).add_local(geometry->scratch_bytes());
   DNNB_TRY(args.status());
   return launch_rows(**device, *kernel, *geometry, "rmsnorm/rmsnorm_rows");
 }

@@ -30,50 +30,58 @@ kernel void softmax_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb
     const long xs = dnnb_row_start(xr, r);
     const long ms = has_mask ? dnnb_row_start(mr, r) : 0;
     const long ys = dnnb_row_start(yr, r);
-    float m = -INFINITY;
     if (dnnb_row_fits_cache(cols)) {
-      // One read of x (and mask): z stays in registers for the max, the sum and the store.
+      // One read of x (and mask): z stays in registers. Each work-item turns its z into
+      // exp(z - its own max) and its sum; one tree merges the (max, sum) pairs; the store
+      // rescales by exp(own max - row max) / row sum, one exp per work-item, not per element.
       float4 cache[DNNB_CACHE_VECS];
+      float m_own = -INFINITY;
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
         const long c = (k * lsize + lid) * 4;
         cache[k] = c < cols ? softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask, cols, c,
                                          scale, softcap)
                             : (float4)(-INFINITY);
-        m = dnnb_max_nan(m, dnnb_max4_nan(cache[k]));
+        m_own = dnnb_max_nan(m_own, dnnb_max4_nan(cache[k]));
       }
-      m = dnnb_wg_max(m, scratch);
-      float s = 0.0f;
+      float s_own = 0.0f;
+      const float shift = m_own == -INFINITY ? 0.0f : m_own;  // all -inf: exp gives 0s
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
-        cache[k] = exp(cache[k] - m);
-        s += dnnb_sum4(cache[k]);
+        cache[k] = exp(cache[k] - shift);
+        s_own += dnnb_sum4(cache[k]);
       }
-      s = dnnb_wg_sum(s, scratch);
-      const int all_masked = m == -INFINITY;
+      float m;
+      const float s = dnnb_wg_softmax_stats(m_own, s_own, scratch, &m);
+      // A fully masked row (m = -inf) gives 0, as SDPA does.
+      const float factor = m == -INFINITY ? 0.0f : exp(shift - m) / s;
 #pragma unroll
       for (int k = 0; k < DNNB_CACHE_VECS; ++k) {
         const long c = (k * lsize + lid) * 4;
-        if (c < cols) dnnb_store_cols4(y, ys, yr.col_stride, cols, c, all_masked ? (float4)(0.0f) : cache[k] / s);
+        if (c < cols) dnnb_store_cols4(y, ys, yr.col_stride, cols, c, cache[k] * factor);
       }
     } else {
-      // Rows too long for the registers: three passes (the re-reads mostly hit the cache).
+      // Rows too long for the registers: one pass for the (max, sum) pairs, one to write
+      // (the re-read mostly hits the cache).
       const long step = lsize * 4;
-      for (long c = lid * 4; c < cols; c += step)
-        m = dnnb_max_nan(m, dnnb_max4_nan(softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask,
-                                                     cols, c, scale, softcap)));
-      m = dnnb_wg_max(m, scratch);
-      float s = 0.0f;
-      for (long c = lid * 4; c < cols; c += step)
-        s += dnnb_sum4(exp(softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask, cols, c, scale,
-                                      softcap) - m));
-      s = dnnb_wg_sum(s, scratch);
-      const int all_masked = m == -INFINITY;
+      float m_own = -INFINITY;
+      float s_own = 0.0f;
       for (long c = lid * 4; c < cols; c += step) {
-        float4 p = all_masked ? (float4)(0.0f)
-                              : exp(softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask, cols, c,
-                                               scale, softcap) - m) / s;
-        dnnb_store_cols4(y, ys, yr.col_stride, cols, c, p);
+        const float4 z = softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask, cols, c, scale,
+                                    softcap);
+        dnnb_softmax_add(z.x, &m_own, &s_own);
+        dnnb_softmax_add(z.y, &m_own, &s_own);
+        dnnb_softmax_add(z.z, &m_own, &s_own);
+        dnnb_softmax_add(z.w, &m_own, &s_own);
+      }
+      float m;
+      const float s = dnnb_wg_softmax_stats(m_own, s_own, scratch, &m);
+      const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+      const float shift = m == -INFINITY ? 0.0f : m;
+      for (long c = lid * 4; c < cols; c += step) {
+        const float4 z = softmax_z4(x, xs, xr.col_stride, mask, ms, mr.col_stride, has_mask, cols, c, scale,
+                                    softcap);
+        dnnb_store_cols4(y, ys, yr.col_stride, cols, c, exp(z - shift) * inv_s);
       }
     }
   }

@@ -35,7 +35,7 @@ Status run_softmax(OpCall& call, const std::string& source) {
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(*xr).add(cl_buffer(*mask)).add(*mr).add(cl_int{has_mask ? 1 : 0});
   args.add(static_cast<cl_float>(*scale)).add(static_cast<cl_float>(*softcap));
-  args.add(cl_buffer(y)).add(*yr).add_local(geometry->local * sizeof(cl_float));
+  args.add(cl_buffer(y)).add(*yr).add_local(geometry->scratch_bytes());
   DNNB_TRY(args.status());
   return launch_rows(**device, *kernel, *geometry, "softmax/softmax_rows");
 }
