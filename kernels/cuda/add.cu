@@ -10,6 +10,9 @@ struct AddOp {
 };
 
 DNNB_REGISTER(register_binary("add", AddOp{}));
+// "wide": broadcast / strided layouts with 4 loads per input in flight per lane (awaiting
+// measurement, docs/cuda.md); same-shape contiguous inputs as "".
+DNNB_REGISTER(register_binary("add", AddOp{}, "wide"));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

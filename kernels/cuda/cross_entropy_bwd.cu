@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kCountThreads)
   if (threadIdx.x == 0) *kept = count;
 }
 
-Status run_cross_entropy_bwd(OpCall& call) {
+Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto ignore_index = call.problem.get_int("ignore_index", -100);
@@ -72,7 +72,7 @@ Status run_cross_entropy_bwd(OpCall& call) {
     a.target_stride = target.strides[0];
     a.ignore_index = *ignore_index;
     a.kept_rows = kept->as<int>();
-    return launch_softmax_rows<T>(dev, a, SoftmaxPlan::best);
+    return launch_softmax_rows<T>(dev, a, plan);
   }));
   return kept->release();
 }
@@ -82,8 +82,17 @@ Status check_cross_entropy_bwd(const Problem& problem) {
   return ignore_index ? Status::ok() : ignore_index.status();
 }
 
-DNNB_REGISTER(register_cuda("cross_entropy_bwd", "", {DType::f32, DType::bf16},
-                            run_cross_entropy_bwd, check_cross_entropy_bwd));
+bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
+  return register_cuda(
+      "cross_entropy_bwd", variant, {DType::f32, DType::bf16},
+      [plan](OpCall& call) { return run_cross_entropy_bwd(call, plan); },
+      check_cross_entropy_bwd);
+}
+
+DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::best));
+// "occ": the softmax "occ" placement (3 rows per SM for 1025..8192 classes; awaiting
+// measurement, docs/cuda.md), other class counts as "".
+DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -128,6 +128,22 @@ __device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, I c, I
   }
 }
 
+// Reads the kVec elements at columns [c, c + kVec) of a row as the dtype itself (no conversion):
+// one 16-byte load when the view allows it, else one load per element; columns >= end read 0.
+// Used by the "packed"/"wide" variants, which keep raw 16-bit vectors in registers (half the
+// registers of f32 copies) and convert to f32 where the value is used.
+template <typename T, typename I>
+__device__ __forceinline__ void load_raw_vec(Vec16<T>& out, const T* row, int64_t col_stride,
+                                             bool vec, I c, I end) {
+  if (vec && c + kVec<T> <= end) {
+    out = *reinterpret_cast<const Vec16<T>*>(row + c);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k)
+    out.v[k] = c + k < end ? row[static_cast<int64_t>(c + k) * col_stride] : from_float<T>(0.f);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reductions. Butterfly (xor) shuffles leave the result in every lane; with a commutative op the
 // lanes hold bit-identical values. The order is fixed by the launch shape, so results are

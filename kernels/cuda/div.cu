@@ -11,6 +11,9 @@ struct DivOp {
 };
 
 DNNB_REGISTER(register_binary("div", DivOp{}));
+// "wide": broadcast / strided layouts with 4 loads per input in flight per lane (awaiting
+// measurement, docs/cuda.md); same-shape contiguous inputs as "".
+DNNB_REGISTER(register_binary("div", DivOp{}, "wide"));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

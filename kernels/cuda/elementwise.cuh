@@ -139,10 +139,78 @@ __global__ void __launch_bounds__(kRowsWarps * 32)
   }
 }
 
+// "wide" variant of the rows kernel (broadcasts, padded or transposed inputs): segments of
+// 32 * kRowsWideUnroll vectors per warp, every input's vectors loaded raw (unconverted: 4
+// registers per vector) before any is used or any output stored, so each lane has
+// kRowsWideUnroll 16-byte loads per input in flight (64 bytes, against one 16-byte load per
+// input at a time in elementwise_rows_kernel, whose loads of its second vector cannot move above
+// its first store: the output may alias an input as far as the compiler knows). A broadcast
+// column (stride 0) is one load per vector, read into all lanes.
+inline constexpr int kRowsWideUnroll = 4;
+
+template <typename T, int N, typename Op>
+__global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 spilled 124 B)
+    elementwise_rows_wide_kernel(RowsArgs<T, N> a, Op op) {
+  constexpr int W = kVec<T>;
+  constexpr int U = kRowsWideUnroll;
+  constexpr int64_t kSegCols = 32 * W * U;
+  const int lane = threadIdx.x & 31;
+  const int64_t seg = static_cast<int64_t>(blockIdx.x) * kRowsWarps + (threadIdx.x >> 5);
+  if (seg >= a.rows * a.segs_per_row) return;
+  const int64_t row = seg / a.segs_per_row;
+  const int64_t seg_col = (seg % a.segs_per_row) * kSegCols;
+
+  int64_t my_start = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    if (lane == k) my_start = row_start(a.in[k].ri, row);
+  if (lane == N) my_start = row_start(a.out.ri, row);
+  const T* in_row[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) in_row[k] = a.in[k].data + __shfl_sync(0xffffffffu, my_start, k);
+  T* out_row = a.out.data + __shfl_sync(0xffffffffu, my_start, N);
+
+  Vec16<T> raw[U][N];
+#pragma unroll
+  for (int j = 0; j < U; ++j) {
+    const int64_t c = seg_col + (j * 32 + lane) * W;
+    if (c < a.cols) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        if (a.in[k].ri.col_stride == 0) {  // broadcast column: one value for the vector
+          const T v = in_row[k][0];
+#pragma unroll
+          for (int e = 0; e < W; ++e) raw[j][k].v[e] = v;
+        } else {
+          load_raw_vec<T, int64_t>(raw[j][k], in_row[k], a.in[k].ri.col_stride, a.in[k].vec, c,
+                                   a.cols);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < U; ++j) {
+    const int64_t c = seg_col + (j * 32 + lane) * W;
+    if (c < a.cols) {
+      float y[W];
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        float args[N];
+#pragma unroll
+        for (int k = 0; k < N; ++k) args[k] = to_float(raw[j][k].v[e]);
+        y[e] = apply_op<N>(op, args);
+      }
+      store_vec<T>(out_row, a.out, c, a.cols, y);
+    }
+  }
+}
+
 // Launches the op on tensors that already have the output's shape (broadcast views allowed).
+// `wide`: the "wide" variant's rows kernel instead of elementwise_rows_kernel (the flat kernel
+// is the same for both).
 template <typename T, int N, typename Op>
 Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>& in,
-                          const Tensor& out, const Op& op) {
+                          const Tensor& out, const Op& op, bool wide = false) {
   const int64_t n = out.numel();
   if (n == 0) return Status::ok();
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -171,6 +239,15 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
   args.out = *out_view;
   args.rows = args.out.ri.rows;
   args.cols = args.out.ri.cols;
+  if (wide) {
+    args.segs_per_row = ceil_div(args.cols, 32 * kVec<T> * kRowsWideUnroll);
+    const int64_t blocks = ceil_div(args.rows * args.segs_per_row, kRowsWarps);
+    if (blocks > INT32_MAX) return Status::unsupported("tensor too large for one launch");
+    elementwise_rows_wide_kernel<T, N, Op>
+        <<<static_cast<unsigned>(blocks), kRowsWarps * 32, 0, device.stream()>>>(args, op);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
   args.segs_per_row = ceil_div(args.cols, 32 * kVec<T> * kRowsUnroll);
   const int64_t blocks = ceil_div(args.rows * args.segs_per_row, kRowsWarps);
   if (blocks > INT32_MAX) return Status::unsupported("tensor too large for one launch");
@@ -183,7 +260,8 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
 // Checks the call's tensors, broadcasts the inputs to the output's shape and launches `op` for
 // the problem's dtype. `names` are the inputs' names for error messages.
 template <int N, typename Op>
-Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, const Op& op) {
+Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, const Op& op,
+                       bool wide = false) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   if (call.inputs.size() != N || call.outputs.size() != 1)
@@ -200,7 +278,7 @@ Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, co
   }
   return dispatch_float(call.problem.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    return launch_elementwise<T, N, Op>(**device, in, out, op);
+    return launch_elementwise<T, N, Op>(**device, in, out, op, wide);
   });
 }
 
@@ -211,12 +289,15 @@ bool register_unary(const char* op_name, Op op) {
                        [op](OpCall& call) { return run_elementwise<1>(call, {"x"}, op); });
 }
 
-// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape.
+// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape; variant
+// "wide" uses elementwise_rows_wide_kernel where the flat kernel does not apply.
 template <typename Op>
-bool register_binary(const char* op_name, Op op) {
-  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16}, [op](OpCall& call) {
-    return run_elementwise<2>(call, {"a", "b"}, op);
-  });
+bool register_binary(const char* op_name, Op op, const char* variant = "") {
+  const bool wide = std::string(variant) == "wide";
+  return register_cuda(op_name, variant, {DType::f32, DType::f16, DType::bf16},
+                       [op, wide](OpCall& call) {
+                         return run_elementwise<2>(call, {"a", "b"}, op, wide);
+                       });
 }
 
 }  // namespace dnnb::cuda_kernels

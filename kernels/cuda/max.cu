@@ -15,6 +15,8 @@ struct MaxReducer {
 };
 
 DNNB_REGISTER(register_row_reduce("max", MaxReducer{}));
+// "warp": a warp per row streaming 64 bytes per lane (awaiting measurement, docs/cuda.md).
+DNNB_REGISTER(register_row_reduce("max", MaxReducer{}, "warp", RowReducePlan::warp));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -14,6 +14,8 @@ struct MeanReducer {
 };
 
 DNNB_REGISTER(register_row_reduce("mean", MeanReducer{}));
+// "warp": a warp per row streaming 64 bytes per lane (awaiting measurement, docs/cuda.md).
+DNNB_REGISTER(register_row_reduce("mean", MeanReducer{}, "warp", RowReducePlan::warp));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -14,6 +14,8 @@ struct Norm2Reducer {
 };
 
 DNNB_REGISTER(register_row_reduce("norm2", Norm2Reducer{}));
+// "warp": a warp per row streaming 64 bytes per lane (awaiting measurement, docs/cuda.md).
+DNNB_REGISTER(register_row_reduce("norm2", Norm2Reducer{}, "warp", RowReducePlan::warp));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -189,17 +189,88 @@ __global__ void __launch_bounds__(kNormLongThreads, 1) norm_long_kernel(NormArgs
   }
 }
 
+// "packed" variant (rows of 1025..8192 columns): the register kernel with the row kept as raw
+// dtype vectors (16 registers per thread for 16-bit, 32 for f32, at 32 elements per thread),
+// converted to f32 in each pass (exact, so the results equal the default kernel's bit for bit:
+// same per-thread order, same reductions). The launch bound asks for kNormPackedMinBlocks rows
+// per SM, against 2 (f32) / 3 (16-bit) for norm_regs_kernel: 64 KB (16-bit) / 96 KB (f32) of
+// rows per SM, so one row's loads overlap other rows' reductions and writes.
+inline constexpr int kNormPackedThreads = 256;  // 8192 columns at 32 per thread
+inline constexpr int64_t kNormPackedMaxCols = kNormPackedThreads * 32;
+template <typename T>
+inline constexpr int kNormPackedMinBlocks = sizeof(T) == 4 ? 3 : 4;  // <= 80 / 64 registers
+
+template <typename T, bool kLayerNorm>
+__global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
+    norm_packed_kernel(NormArgs<T> a) {
+  constexpr int W = kVec<T>;
+  constexpr int VPT = 32 / W;
+  __shared__ float scratch[2][32];
+  const int t = threadIdx.x;  // one block per row: group == blockDim.x
+  const int group = blockDim.x;
+  const int64_t row = blockIdx.x;
+  const T* x_row = a.x.row(row);
+  const int cols = static_cast<int>(a.cols);
+
+  Vec16<T> raw[VPT];
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+    load_raw_vec<T, int>(raw[j], x_row, a.x.ri.col_stride, a.x.vec, (j * group + t) * W, cols);
+
+  const float inv_cols = 1.f / static_cast<float>(cols);
+  float mean = 0.f;
+  if constexpr (kLayerNorm) {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j)
+#pragma unroll
+      for (int k = 0; k < W; ++k) s += to_float(raw[j].v[k]);  // padding reads 0
+    mean = group_reduce(s, SumOp{}, 0.f, group, scratch[0]) * inv_cols;
+  }
+  float q = 0.f;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float d = (j * group + t) * W + k < cols ? to_float(raw[j].v[k]) - mean : 0.f;
+      q += d * d;
+    }
+  q = group_reduce(q, SumOp{}, 0.f, group, scratch[1]);
+  const float rstd = 1.f / sqrtf(q * inv_cols + a.eps);
+
+  T* y_row = a.y.row(row);
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const int c = (j * group + t) * W;
+    if (c < cols) {
+      float v[W];
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] = to_float(raw[j].v[k]);
+      store_normalized<T, kLayerNorm, int>(y_row, a, c, cols, v, mean, rstd);
+    }
+  }
+}
+
 // How rows are placed (the layernorm and rmsnorm variants).
 enum class NormPlan {
   best,  // registers up to kMaxRegisterCols, then the long kernel (cached when it fits)
   smem,  // registers (warp per row) up to 1024 columns, then the long kernel with the cache
+  packed,  // norm_packed_kernel for 1025..8192 columns, else as best
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
-  const int64_t max_register_cols = plan == NormPlan::best ? kMaxRegisterCols : 32 * 32;
+  if (plan == NormPlan::packed && a.cols > 32 * 32 && a.cols <= kNormPackedMaxCols) {
+    const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
+    a.group = block;
+    norm_packed_kernel<T, kLayerNorm>
+        <<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  const int64_t max_register_cols = plan == NormPlan::smem ? 32 * 32 : kMaxRegisterCols;
   if (a.cols <= max_register_cols) {
     const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
     a.group = l.group;

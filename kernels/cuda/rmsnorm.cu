@@ -2,7 +2,9 @@
 //   form=torch (default): y = x / sqrt(mean(x^2) + eps) * w        (F.rms_norm)
 //   form=gemma:           y = x / sqrt(mean(x^2) + eps) * (1 + w)  (Gemma RMSNorm, all in f32)
 // Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows up to 16K columns in registers,
-// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory.
+// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory;
+// "packed" holds rows of 1025..8192 columns as raw dtype vectors, more rows per SM (awaiting
+// measurement, docs/cuda.md), other lengths as "".
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -41,6 +43,7 @@ bool register_rmsnorm(const char* variant, NormPlan plan) {
 
 DNNB_REGISTER(register_rmsnorm("", NormPlan::best));
 DNNB_REGISTER(register_rmsnorm("smem", NormPlan::smem));
+DNNB_REGISTER(register_rmsnorm("packed", NormPlan::packed));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

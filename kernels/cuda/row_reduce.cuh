@@ -73,6 +73,45 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
   }
 }
 
+// "warp" variant (many rows of more than 1024 columns): one warp per row for any row length,
+// each lane keeping kReduceWarpUnroll raw 16-byte vectors in flight (64 bytes; 2 KB per warp,
+// 64 KB per SM at the launch bound's 4 blocks = 32 warps)
+// and looping along the row: the loads stream without block barriers or block launches between
+// rows, and raw vectors (converted at use) cost 4 registers each instead of 8 for 16-bit types.
+// The per-lane order is fixed, then a butterfly: deterministic, though its sums differ from the
+// block kernel's in the last bits (another order).
+inline constexpr int kReduceWarpUnroll = 4;
+inline constexpr int kReduceWarpBlock = 256;
+
+template <typename T, typename R>
+__global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(ReduceArgs<T> a, R red) {
+  constexpr int W = kVec<T>;
+  constexpr int U = kReduceWarpUnroll;
+  const int lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kReduceWarpBlock / 32) + (threadIdx.x >> 5);
+  if (row >= a.rows) return;  // whole warps: no shuffle is left waiting
+  const T* xr = a.x.row(row);
+  const float pad_value = red.pad();
+  float acc = red.identity();
+  constexpr int64_t kStep = 32 * W;
+  for (int64_t c = static_cast<int64_t>(lane) * W; c < a.cols; c += kStep * U) {
+    Vec16<T> v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c + u * kStep < a.cols)
+        load_raw_vec<T, int64_t>(v[u], xr, a.x.ri.col_stride, a.x.vec, c + u * kStep, a.cols);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t left = a.cols - (c + u * kStep);  // columns from this vector on
+#pragma unroll
+      for (int k = 0; k < W; ++k)
+        acc = red.combine(acc, red.pre(k < left ? to_float(v[u].v[k]) : pad_value));
+    }
+  }
+  acc = warp_reduce(acc, [&](float p, float q) { return red.combine(p, q); });
+  if (lane == 0) a.y[row] = from_float<T>(red.finish(acc, a.cols));
+}
+
 // One warp per row combines that row's `splits` partials (lanes stride, then a butterfly).
 template <typename T, typename R>
 __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a, R red) {
@@ -84,8 +123,15 @@ __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a
   if (threadIdx.x == 0) a.y[row] = from_float<T>(red.finish(acc, a.cols));
 }
 
+// How rows are placed (the reduction variants).
+enum class RowReducePlan {
+  best,  // warp per row up to 1024 columns, block per row, or split rows
+  warp,  // row_reduce_warp_kernel when there are rows for >= 32 warps per SM, else as best
+};
+
 template <typename T, typename R>
-Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor& y, const R& red) {
+Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor& y, const R& red,
+                         RowReducePlan plan) {
   constexpr int W = kVec<T>;
   auto view = make_row_view<T>(x);
   if (!view) return view.status();
@@ -100,6 +146,15 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
                              " is not a contiguous tensor of " + std::to_string(a.rows) + " rows");
   a.splits = 1;
   a.chunk = round_up(std::max<int64_t>(a.cols, 1), W);
+  if (plan == RowReducePlan::warp && a.cols > 1024 && a.rows >= 32LL * device.sm_count()) {
+    a.group = 32;
+    const int64_t warp_grid = ceil_div(a.rows, kReduceWarpBlock / 32);
+    if (warp_grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
+    row_reduce_warp_kernel<T, R>
+        <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
   int block = 256;
   int64_t grid = 0;
   if (a.cols <= 1024) {
@@ -139,8 +194,9 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
 
 // Registers reduction `op_name` (x [..., N] -> y [...]) for f32, f16 and bf16.
 template <typename R>
-bool register_row_reduce(const char* op_name, R red) {
-  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16}, [red](OpCall& call) {
+bool register_row_reduce(const char* op_name, R red, const char* variant = "",
+                         RowReducePlan plan = RowReducePlan::best) {
+  return register_cuda(op_name, variant, {DType::f32, DType::f16, DType::bf16}, [red, plan](OpCall& call) {
     auto device = cuda_device_of(call);
     if (!device) return device.status();
     if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -148,7 +204,8 @@ bool register_row_reduce(const char* op_name, R red) {
     DNNB_TRY(expect_tensor(call.inputs[0], call.problem.dtype, "x"));
     DNNB_TRY(expect_tensor(call.outputs[0], call.problem.dtype, "y"));
     return dispatch_float(call.problem.dtype, [&](auto tag) -> Status {
-      return launch_row_reduce<decltype(tag), R>(**device, call.inputs[0], call.outputs[0], red);
+      return launch_row_reduce<decltype(tag), R>(**device, call.inputs[0], call.outputs[0], red,
+                                                 plan);
     });
   });
 }

@@ -4,7 +4,9 @@
 // Kernels: kernels/cuda/softmax_rows.cuh. Variants (rows placed by SoftmaxPlan):
 //   ""         rows up to 16K columns in registers, up to 51200 in shared memory, else streamed;
 //   "smem"     rows over 1024 columns in shared memory (more rows per SM than registers allow);
-//   "two_pass" always streamed: statistics pass, then a write pass that re-reads x.
+//   "two_pass" always streamed: statistics pass, then a write pass that re-reads x;
+//   "occ"      rows of 1025..8192 columns in registers with 3 rows per SM instead of 2
+//              (awaiting measurement, docs/cuda.md); other lengths as "".
 // The first two read x once and write y once; two_pass measures what that buys.
 #include "kernels/cuda/softmax_rows.cuh"
 
@@ -82,6 +84,7 @@ bool register_softmax(const char* variant, SoftmaxPlan plan) {
 DNNB_REGISTER(register_softmax("", SoftmaxPlan::best));
 DNNB_REGISTER(register_softmax("smem", SoftmaxPlan::smem));
 DNNB_REGISTER(register_softmax("two_pass", SoftmaxPlan::two_pass));
+DNNB_REGISTER(register_softmax("occ", SoftmaxPlan::occ));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -104,10 +104,11 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
   store_vec<T, I>(y_row, a.y, c, end, o);
 }
 
-// Register-resident rows: EPT elements per thread, `group` threads per row.
+// Register-resident rows: EPT elements per thread, `group` threads per row. The body is shared
+// by softmax_regs_kernel (the default) and softmax_regs_occ_kernel (the "occ" variant), which
+// differ only in their launch bounds.
 template <typename T, int EPT>
-__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1)
-    softmax_regs_kernel(SoftmaxArgs<T> a) {
+__device__ __forceinline__ void softmax_regs_rows(const SoftmaxArgs<T>& a) {
   constexpr int W = kVec<T>;
   constexpr int VPT = EPT / W;
   __shared__ float scratch[2][32];
@@ -151,6 +152,26 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1)
     const int c = (j * group + t) * W;
     if (c < cols) store_probs<T, int>(y_row, a, target, out.scale, c, cols, z[j], inv_sum);
   }
+}
+
+template <typename T, int EPT>
+__global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1)
+    softmax_regs_kernel(SoftmaxArgs<T> a) {
+  softmax_regs_rows<T, EPT>(a);
+}
+
+// "occ" variant (rows of 1025..8192 columns, 32 per thread, a block of <= 256 threads per row):
+// the launch bound asks for 3 blocks per SM (<= 80 registers) where softmax_regs_kernel gets 2
+// (95 / 123 registers at 256 threads), so loads of some rows overlap the reductions, exps and
+// writes of others.
+inline constexpr int kSoftmaxOccThreads = 256;
+inline constexpr int kSoftmaxOccMinBlocks = 3;  // <= 80 registers; 4 (64) spills 60-100 bytes
+inline constexpr int64_t kSoftmaxOccMaxCols = kSoftmaxOccThreads * 32;
+
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
+    softmax_regs_occ_kernel(SoftmaxArgs<T> a) {
+  softmax_regs_rows<T, 32>(a);
 }
 
 enum SoftmaxPhase : int {
@@ -261,6 +282,7 @@ enum class SoftmaxPlan {
   best,      // registers up to kMaxRegisterCols, then the long kernel with the z cache
   smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
   two_pass,  // the long kernel without the cache at every size: x read twice
+  occ,       // softmax_regs_occ_kernel for 1025..8192 columns, else as best
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -269,9 +291,17 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   const int64_t want_blocks = 2LL * device.sm_count();
-  const int64_t max_register_cols = plan == SoftmaxPlan::best   ? kMaxRegisterCols
-                                    : plan == SoftmaxPlan::smem ? 32 * 32
-                                                                : 0;
+  if (plan == SoftmaxPlan::occ && a.cols > 32 * 32 && a.cols <= kSoftmaxOccMaxCols) {
+    if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
+    const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
+    a.group = block;
+    softmax_regs_occ_kernel<T><<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  const int64_t max_register_cols = plan == SoftmaxPlan::smem       ? 32 * 32
+                                    : plan == SoftmaxPlan::two_pass ? 0
+                                                                    : kMaxRegisterCols;
   if (a.cols <= max_register_cols) {
     const RegisterRowsLaunch l = register_rows_launch(a.rows, a.cols, device.sm_count());
     if (l.grid > INT32_MAX) return Status::unsupported("too many rows for one launch");

@@ -14,6 +14,8 @@ struct SumReducer {
 };
 
 DNNB_REGISTER(register_row_reduce("sum", SumReducer{}));
+// "warp": a warp per row streaming 64 bytes per lane (awaiting measurement, docs/cuda.md).
+DNNB_REGISTER(register_row_reduce("sum", SumReducer{}, "warp", RowReducePlan::warp));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels
