@@ -97,6 +97,28 @@ __global__ void __launch_bounds__(kFlatThreads) elementwise_flat_kernel(FlatArgs
   }
 }
 
+// Start of `row` in every input and the output: lane k computes tensor k's row offset
+// (RowIndex division loop) and the warp shares them, so the division runs once per tensor.
+template <typename T, int N>
+struct RowPointers {
+  const T* in[N];
+  T* out;
+};
+
+template <typename T, int N>
+__device__ __forceinline__ RowPointers<T, N> row_pointers(const RowsArgs<T, N>& a, int64_t row, int lane) {
+  int64_t my_start = 0;
+#pragma unroll
+  for (int k = 0; k < N; ++k)
+    if (lane == k) my_start = row_start(a.in[k].ri, row);
+  if (lane == N) my_start = row_start(a.out.ri, row);
+  RowPointers<T, N> p;
+#pragma unroll
+  for (int k = 0; k < N; ++k) p.in[k] = a.in[k].data + __shfl_sync(0xffffffffu, my_start, k);
+  p.out = a.out.data + __shfl_sync(0xffffffffu, my_start, N);
+  return p;
+}
+
 // Any layout: one warp per row segment (see the file comment).
 template <typename T, int N, typename Op>
 __global__ void __launch_bounds__(kRowsWarps * 32)
@@ -109,15 +131,9 @@ __global__ void __launch_bounds__(kRowsWarps * 32)
   const int64_t row = seg / a.segs_per_row;
   const int64_t seg_col = (seg % a.segs_per_row) * kSegCols;
 
-  int64_t my_start = 0;
-#pragma unroll
-  for (int k = 0; k < N; ++k)
-    if (lane == k) my_start = row_start(a.in[k].ri, row);
-  if (lane == N) my_start = row_start(a.out.ri, row);
-  const T* in_row[N];
-#pragma unroll
-  for (int k = 0; k < N; ++k) in_row[k] = a.in[k].data + __shfl_sync(0xffffffffu, my_start, k);
-  T* out_row = a.out.data + __shfl_sync(0xffffffffu, my_start, N);
+  const RowPointers<T, N> ptr = row_pointers(a, row, lane);
+  const T* const* in_row = ptr.in;
+  T* out_row = ptr.out;
 
 #pragma unroll
   for (int j = 0; j < kRowsUnroll; ++j) {
@@ -160,15 +176,9 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
   const int64_t row = seg / a.segs_per_row;
   const int64_t seg_col = (seg % a.segs_per_row) * kSegCols;
 
-  int64_t my_start = 0;
-#pragma unroll
-  for (int k = 0; k < N; ++k)
-    if (lane == k) my_start = row_start(a.in[k].ri, row);
-  if (lane == N) my_start = row_start(a.out.ri, row);
-  const T* in_row[N];
-#pragma unroll
-  for (int k = 0; k < N; ++k) in_row[k] = a.in[k].data + __shfl_sync(0xffffffffu, my_start, k);
-  T* out_row = a.out.data + __shfl_sync(0xffffffffu, my_start, N);
+  const RowPointers<T, N> ptr = row_pointers(a, row, lane);
+  const T* const* in_row = ptr.in;
+  T* out_row = ptr.out;
 
   Vec16<T> raw[U][N];
 #pragma unroll
