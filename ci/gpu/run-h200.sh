@@ -4,7 +4,8 @@
 # device tool brings it back).
 #   bash ci/gpu/run-h200.sh check variants opencl cpu anchors report
 # Steps:
-#   check     conformance: cuda (every variant), opencl (NVIDIA and PoCL), avx512, onednn, reference; ctest
+#   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference; every
+#             variant, every device of the kind); ctest
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
@@ -50,7 +51,7 @@ for step in "$@"; do
   case $step in
   check)
     log check
-    for backend in cuda opencl avx512 onednn reference; do
+    for backend in ${CHECK_BACKENDS:-cuda opencl avx512 onednn reference}; do
       timeout 240 $bin check --backend "$backend" --json "$OUT/check-$backend.json" > "$OUT/check-$backend.txt" 2>&1
       echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$backend.txt" | head -c 300)"
       grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$backend.txt" | head -15
