@@ -68,8 +68,8 @@ for step in "$@"; do
     done ;;
   cpu)
     log "AVX-512 and oneDNN at 16384x8192"
-    cap=150 bench bench-avx512 --backend avx512 --size 16384x8192 --repetitions 5 --warmup 2
-    cap=150 bench bench-onednn --backend onednn --size 16384x8192 --repetitions 5 --warmup 2 ;;
+    cap=150 bench bench-avx512 --backend avx512 --size 16384x8192 --repetitions 5 --warmup 2 --dtype ${CPU_DTYPE:-f32}
+    cap=150 bench bench-onednn --backend onednn --size 16384x8192 --repetitions 5 --warmup 2 --dtype ${CPU_DTYPE:-f32} ;;
   anchors)
     log "torch anchors"
     PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$OUT/torch.json" > "$OUT/torch.txt" 2>&1; tail -5 "$OUT/torch.txt" ;;
