@@ -504,6 +504,7 @@ nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
   }
   CheckSummary s = summarize(results);
   return {{"schema_version", 1},
+          {"kind", "check"},
           {"summary", {{"passed", s.passed}, {"failed", s.failed}, {"expected_failures", s.expected_failures}, {"skipped", s.skipped},
                        {"unsupported", s.unsupported}, {"bad_input", s.bad_input}}},
           {"cases", cases}};
