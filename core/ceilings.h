@@ -42,6 +42,11 @@ struct CeilingProbe {
   std::function<Result<ProbeResult>(DeviceRuntime&, const ProbeOptions&)> measure;
 };
 bool register_ceiling_probe(CeilingProbe probe);
+// Names of the probes registered for a kind, in registration order.
+std::vector<std::string> ceiling_probe_names(DeviceKind kind);
+// What every probe returns: the median of its samples (each one a rate or a time in the
+// probe's unit), spread = (max - min) / median; error when empty or not all finite > 0.
+Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how);
 
 struct DeviceCeilings {
   std::string device;                           // "cuda:0"

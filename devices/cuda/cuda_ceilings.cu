@@ -1,0 +1,406 @@
+// Measured ceilings of a CUDA device (core/ceilings.h, docs/roofline.md): the empty launch,
+// DRAM copy and read streams over buffers many times the L2, a read stream that stays in the
+// L2, FP32 FMA throughput, and f16/bf16 tensor-core throughput through mma.sync m16n8k16
+// with f32 accumulation. Every sample is timed with CUDA events on the device's stream
+// (DeviceTimer); every CUDA call is checked.
+//
+// The tensor figure is what mma.sync (the warp-level MMA that kernels written without wgmma
+// use) reaches: on Hopper that is about 60-70% of the wgmma peak in DeviceInfo.peaks.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/ceilings.h"
+#include "core/registry.h"
+#include "devices/cuda/cuda_device.h"
+
+namespace dnnb {
+
+namespace {
+
+// ---- Kernels ------------------------------------------------------------------------------
+
+__global__ void empty_kernel() {}
+
+// 16-byte loads and stores, four in flight per thread, grid-stride.
+__global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+__device__ __forceinline__ unsigned fold(uint4 v) { return v.x + v.y + v.z + v.w; }
+
+// One value per block: the block's sum, so no load can be dropped.
+__device__ __forceinline__ void write_block_sum(unsigned acc, unsigned* out) {
+  __shared__ unsigned warp_sums[32];
+  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+// Read-reduce with 16-byte loads, four in flight per thread.
+__global__ void read_kernel(const uint4* __restrict__ src, size_t n, unsigned* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned acc = 0;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    acc += fold(a) + fold(b) + fold(c) + fold(d);
+  }
+  for (; i < n; i += stride) acc += fold(src[i]);
+  write_block_sum(acc, out);
+}
+
+// `passes` reads of a buffer that fits the L2; ld.global.cg skips L1, so each read is an
+// L2 hit. n is a multiple of 4 x the grid size.
+__global__ void cache_read_kernel(const uint4* __restrict__ src, size_t n, int passes, unsigned* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned acc = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (size_t i = first; i < n; i += 4 * stride) {
+      const uint4 a = __ldcg(src + i), b = __ldcg(src + i + stride), c = __ldcg(src + i + 2 * stride),
+                  d = __ldcg(src + i + 3 * stride);
+      acc += fold(a) + fold(b) + fold(c) + fold(d);
+    }
+  }
+  write_block_sum(acc, out);
+}
+
+constexpr int kFmaChains = 8;
+constexpr int kFmaUnroll = 16;
+
+// kFmaChains independent FMA chains per thread in registers; the unrolled body keeps loop
+// overhead (which takes issue slots from the FMAs) under 3%.
+__global__ void fma_kernel(float mul, float add, long long iterations, float* out) {
+  float acc[kFmaChains];
+#pragma unroll
+  for (int k = 0; k < kFmaChains; ++k) acc[k] = threadIdx.x * 1e-3f + k;
+  for (long long i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int u = 0; u < kFmaUnroll; ++u) {
+#pragma unroll
+      for (int k = 0; k < kFmaChains; ++k) acc[k] = fmaf(acc[k], mul, add);
+    }
+  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < kFmaChains; ++k) sum += acc[k];
+  out[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = sum;
+}
+
+constexpr int kMmaChains = 4;               // independent accumulator tiles per warp
+constexpr double kMmaFlop = 16.0 * 8 * 16 * 2;  // m16n8k16, 2 FLOP per multiply-add
+
+// kMmaChains independent m16n8k16 MMAs per iteration, operands in registers (A: 4 x 32-bit
+// of packed pairs, B: 2, C/D: 4 f32). The values are small so the sums stay finite.
+template <bool kBf16>
+__global__ void mma_kernel(uint32_t a_bits, uint32_t b_bits, long long iterations, float* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t a0 = a_bits, a1 = a_bits ^ (threadIdx.x & 1u), a2 = a_bits, a3 = a_bits ^ (threadIdx.x & 2u);
+  const uint32_t b0 = b_bits, b1 = b_bits ^ (threadIdx.x & 1u);
+  float d[kMmaChains][4] = {};
+  for (long long i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c) {
+      if constexpr (kBf16) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(d[c][0]), "+f"(d[c][1]), "+f"(d[c][2]), "+f"(d[c][3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      }
+    }
+  }
+  float sum = 0;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) sum += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+  out[static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x] = sum;
+#else
+  __trap();  // built for sm_90: never reached
+#endif
+}
+
+// ---- Host side ----------------------------------------------------------------------------
+
+struct Plan {
+  int warmups;
+  int samples;
+  double sample_s;  // target length of one sample
+};
+Plan plan_for(const ProbeOptions& options) { return options.quick ? Plan{1, 5, 0.004} : Plan{3, 30, 0.05}; }
+
+std::string mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+Result<CudaDevice*> cuda_of(DeviceRuntime& device) {
+  if (device.info().kind != DeviceKind::cuda) return Status::bad_input(device.info().id + " is not a CUDA device");
+  auto* cuda = static_cast<CudaDevice*>(&device);
+  DNNB_TRY(cuda->activate());
+  return cuda;
+}
+
+Result<int> attribute(const CudaDevice& cuda, cudaDeviceAttr what) {
+  int value = 0;
+  DNNB_CUDA_TRY(cudaDeviceGetAttribute(&value, what, cuda.ordinal()));
+  return value;
+}
+
+// Blocks of `threads` that fill every SM to its thread limit.
+Result<int> full_grid(const CudaDevice& cuda, int threads) {
+  auto per_sm = attribute(cuda, cudaDevAttrMaxThreadsPerMultiProcessor);
+  if (!per_sm) return per_sm.status();
+  return std::max(1, cuda.sm_count()) * std::max(1, *per_sm / threads);
+}
+
+// Device milliseconds of each of plan.samples runs of `launch`, after plan.warmups untimed.
+Result<std::vector<double>> time_samples(CudaDevice& cuda, const Plan& plan, const std::function<Status()>& launch) {
+  auto timer = cuda.make_timer();
+  if (!timer) return timer.status();
+  for (int i = 0; i < plan.warmups; ++i) DNNB_TRY(launch());
+  std::vector<double> ms;
+  for (int i = 0; i < plan.samples; ++i) {
+    DNNB_TRY((*timer)->start());
+    DNNB_TRY(launch());
+    DNNB_TRY((*timer)->stop());
+    auto elapsed = (*timer)->elapsed_ms();
+    if (!elapsed) return elapsed.status();
+    ms.push_back(*elapsed);
+  }
+  return ms;
+}
+
+// The smallest count for which launch(count) takes about plan.sample_s.
+Result<long long> calibrate(CudaDevice& cuda, double target_s, const std::function<Status(long long)>& launch) {
+  // One untimed launch first: the first one pays for loading or JIT-compiling the kernel.
+  DNNB_TRY(launch(1));
+  long long count = 1;
+  for (int round = 0; round < 40; ++round) {
+    auto ms = time_samples(cuda, Plan{0, 1, 0}, [&] { return launch(count); });
+    if (!ms) return ms.status();
+    const double s = ms->front() * 1e-3;
+    if (s >= target_s / 10) return std::max(1ll, static_cast<long long>(count * target_s / s));
+    count *= 4;
+  }
+  return Status::error("calibration: the kernel did not take measurable time");
+}
+
+Result<ProbeResult> rates(std::vector<double> ms, double amount, std::string how) {
+  for (double& m : ms) m = m > 0 ? amount / (m * 1e-3) : 0;
+  return probe_result_from_samples(std::move(ms), std::move(how));
+}
+
+// Back-to-back launches, as many per sample as take ~1/5 of a sample (thousands: a sample of
+// 100 launches lasts ~0.3 ms and its spread is mostly timer and scheduling noise). Beyond the
+// launch queue's depth the host waits for room, so this is the steady-state cost of a stream
+// of tiny kernels.
+Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const Plan plan = plan_for(options);
+  cudaStream_t stream = (*cuda)->stream();
+  auto launches = [&](long long count) -> Status {
+    for (long long i = 0; i < count; ++i) empty_kernel<<<1, 32, 0, stream>>>();
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  };
+  auto per_sample = calibrate(**cuda, plan.sample_s / 5, launches);
+  if (!per_sample) return per_sample.status();
+  auto ms = time_samples(**cuda, plan, [&] { return launches(*per_sample); });
+  if (!ms) return ms.status();
+  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
+  return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(*per_sample) +
+                                                       " back-to-back launches per sample, CUDA events");
+}
+
+// Bytes of each DRAM buffer: >= 2 GiB in full mode (40x the H200's L2), bounded by a quarter
+// of the free memory per buffer.
+Result<size_t> dram_bytes(const ProbeOptions& options) {
+  size_t free_bytes = 0, total = 0;
+  DNNB_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+  const size_t want = options.quick ? size_t(512) << 20 : size_t(2) << 30;
+  return std::min(want, free_bytes / 4) / 4096 * 4096;
+}
+
+Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const Plan plan = plan_for(options);
+  auto bytes = dram_bytes(options);
+  if (!bytes) return bytes.status();
+  auto src = (*cuda)->allocate(*bytes);
+  if (!src) return src.status();
+  auto dst = (*cuda)->allocate(*bytes);
+  if (!dst) return dst.status();
+  cudaStream_t stream = (*cuda)->stream();
+  DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, *bytes, stream));
+  auto blocks = full_grid(**cuda, 256);
+  if (!blocks) return blocks.status();
+  constexpr int kLaunches = 4;
+  auto ms = time_samples(**cuda, plan, [&]() -> Status {
+    for (int i = 0; i < kLaunches; ++i)
+      copy_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle),
+                                               static_cast<uint4*>((*dst)->handle), *bytes / 16);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  });
+  if (!ms) return ms.status();
+  return rates(std::move(*ms), 2.0 * *bytes * kLaunches,
+               "copy kernel, 16-byte loads/stores, " + mib(*bytes) + " -> " + mib(*bytes) + ", " +
+                   std::to_string(*blocks) + "x256 threads, " + std::to_string(kLaunches) +
+                   " launches per sample, bytes read + written");
+}
+
+Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const Plan plan = plan_for(options);
+  auto bytes = dram_bytes(options);
+  if (!bytes) return bytes.status();
+  const size_t read_bytes = 2 * *bytes;  // the copy probe's traffic, read only
+  auto src = (*cuda)->allocate(read_bytes);
+  if (!src) return src.status();
+  auto blocks = full_grid(**cuda, 256);
+  if (!blocks) return blocks.status();
+  auto partials = (*cuda)->allocate(sizeof(unsigned) * *blocks);
+  if (!partials) return partials.status();
+  cudaStream_t stream = (*cuda)->stream();
+  DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, read_bytes, stream));
+  constexpr int kLaunches = 4;
+  auto ms = time_samples(**cuda, plan, [&]() -> Status {
+    for (int i = 0; i < kLaunches; ++i)
+      read_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle), read_bytes / 16,
+                                               static_cast<unsigned*>((*partials)->handle));
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  });
+  if (!ms) return ms.status();
+  return rates(std::move(*ms), static_cast<double>(read_bytes) * kLaunches,
+               "read-reduce kernel, 16-byte loads, " + mib(read_bytes) + ", " + std::to_string(*blocks) +
+                   "x256 threads, one sum written per block, " + std::to_string(kLaunches) + " launches per sample");
+}
+
+Result<ProbeResult> cache_read(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const Plan plan = plan_for(options);
+  auto l2 = attribute(**cuda, cudaDevAttrL2CacheSize);
+  if (!l2) return l2.status();
+  if (*l2 <= 0) return Status::skipped("the device reports no L2 cache");
+  auto blocks = full_grid(**cuda, 256);
+  if (!blocks) return blocks.status();
+  // Half the L2, in whole rounds of four 16-byte loads per thread of the grid.
+  const size_t round = static_cast<size_t>(*blocks) * 256 * 4 * 16;
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(*l2) / 2 / round) * round;
+  auto src = (*cuda)->allocate(bytes);
+  if (!src) return src.status();
+  auto partials = (*cuda)->allocate(sizeof(unsigned) * *blocks);
+  if (!partials) return partials.status();
+  cudaStream_t stream = (*cuda)->stream();
+  DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, bytes, stream));
+  auto launch = [&](long long passes) -> Status {
+    cache_read_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle), bytes / 16,
+                                                   static_cast<int>(passes), static_cast<unsigned*>((*partials)->handle));
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  };
+  auto passes = calibrate(**cuda, plan.sample_s, launch);
+  if (!passes) return passes.status();
+  const long long kept = std::min(*passes, 1ll << 30);
+  auto ms = time_samples(**cuda, plan, [&] { return launch(kept); });
+  if (!ms) return ms.status();
+  return rates(std::move(*ms), static_cast<double>(bytes) * kept,
+               "ld.global.cg read-reduce over " + mib(bytes) + " (1/2 of the " + mib(*l2) + " L2), " +
+                   std::to_string(kept) + " passes per launch, " + std::to_string(*blocks) + "x256 threads");
+}
+
+// Launches `kernel(iterations)` over a full grid; samples in FLOP/s.
+Result<ProbeResult> measure_flops(CudaDevice& cuda, const ProbeOptions& options, int threads,
+                                  double flop_per_thread_iteration,
+                                  const std::function<void(int blocks, long long iterations, float* out)>& kernel,
+                                  const std::string& how) {
+  const Plan plan = plan_for(options);
+  auto blocks = full_grid(cuda, threads);
+  if (!blocks) return blocks.status();
+  auto out = cuda.allocate(sizeof(float) * *blocks * threads);
+  if (!out) return out.status();
+  auto launch = [&](long long iterations) -> Status {
+    kernel(*blocks, iterations, static_cast<float*>((*out)->handle));
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  };
+  auto iterations = calibrate(cuda, plan.sample_s, launch);
+  if (!iterations) return iterations.status();
+  auto ms = time_samples(cuda, plan, [&] { return launch(*iterations); });
+  if (!ms) return ms.status();
+  const double flop = flop_per_thread_iteration * static_cast<double>(*blocks) * threads * *iterations;
+  return rates(std::move(*ms), flop,
+               how + ", " + std::to_string(*blocks) + "x" + std::to_string(threads) + " threads, " +
+                   std::to_string(*iterations) + " iterations");
+}
+
+Result<ProbeResult> f32_fma(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  cudaStream_t stream = (*cuda)->stream();
+  return measure_flops(
+      **cuda, options, 256, 2.0 * kFmaChains * kFmaUnroll,
+      [&](int blocks, long long iterations, float* out) {
+        fma_kernel<<<blocks, 256, 0, stream>>>(0.999999f, 1e-6f, iterations, out);
+      },
+      "FFMA, " + std::to_string(kFmaChains) + " independent chains per thread in registers");
+}
+
+template <bool kBf16>
+Result<ProbeResult> tensor_mma(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  auto major = attribute(**cuda, cudaDevAttrComputeCapabilityMajor);
+  if (!major) return major.status();
+  if (*major < 8) return Status::skipped("mma.sync m16n8k16 with bf16 needs sm_80 or later");
+  cudaStream_t stream = (*cuda)->stream();
+  // Packed pairs of 0.0039 (f16 0x1c00, bf16 0x3b80).
+  const uint32_t bits = kBf16 ? 0x3b803b80u : 0x1c001c00u;
+  // Per thread per iteration: kMmaChains MMAs per warp / 32 threads.
+  return measure_flops(
+      **cuda, options, 256, kMmaChains * kMmaFlop / 32,
+      [&](int blocks, long long iterations, float* out) {
+        mma_kernel<kBf16><<<blocks, 256, 0, stream>>>(bits, bits, iterations, out);
+      },
+      std::string("mma.sync.aligned.m16n8k16 ") + (kBf16 ? "bf16" : "f16") + " -> f32, " +
+          std::to_string(kMmaChains) + " independent tiles per warp, operands in registers");
+}
+
+}  // namespace
+
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "empty_launch_s", empty_launch}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_copy_bytes_per_s", dram_copy}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_read_bytes_per_s", dram_read}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "cache_read_bytes_per_s", cache_read}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "f32_fma_flops_per_s", f32_fma}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "f16_tensor_flops_per_s", tensor_mma<false>}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "bf16_tensor_flops_per_s", tensor_mma<true>}));
+
+}  // namespace dnnb
