@@ -1,187 +1,377 @@
+// Planning and timing of `dnnblocks bench`. Each case is one Google Benchmark benchmark with
+// manual time (device timers), a fixed launch count per repetition calibrated from the
+// case's own launch time, and repetitions in rounds until the spread over repetitions is
+// under the noise target or the case's time cap is spent.
 #include "core/bench.h"
 
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <functional>
+#include <chrono>
+#include <cmath>
+#include <numeric>
 #include <optional>
+#include <sstream>
 
-#include "core/check.h"
+#include <benchmark/benchmark.h>
+
+#include "core/bench_case.h"
 
 namespace dnnb {
 
 namespace {
 
-std::vector<DeviceProbe>& probes() {
-  static std::vector<DeviceProbe> list;
+// Under this, also time back-to-back launches: a ~5 us kernel measures 6-8 us with events
+// around a single launch, so the threshold sits above the issue's ~5 us.
+constexpr double kTinyCaseS = 10e-6;
+constexpr int kBatchedLaunches = 100;
+
+std::vector<BenchHooks>& hooks_list() {
+  static std::vector<BenchHooks> list;
   return list;
 }
 
-double percentile(std::vector<double> v, double q) {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Host inputs of the last problem, reused when the next implementation times the same
-// problem (filling 10^8 elements costs seconds; every backend of one problem sees the same).
-struct InputCache {
-  std::string problem;
-  std::vector<Tensor> inputs;
+double cv_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return mean > 0 ? std::sqrt(ss / (v.size() - 1)) / mean : 0;
+}
+
+// Google Benchmark's JSON reporter, kept open over several RunSpecifiedBenchmarks calls (one
+// per case and round): the context is written once, Finalize only at the very end, and the
+// run name of the last benchmark is remembered for the result.
+class SessionJsonReporter : public benchmark::JSONReporter {
+ public:
+  bool ReportContext(const Context& context) override {
+    if (context_written_) return true;
+    context_written_ = true;
+    return JSONReporter::ReportContext(context);
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    if (!runs.empty()) last_run_name_ = runs.front().run_name.str();
+    JSONReporter::ReportRuns(runs);
+  }
+  void Finalize() override {}
+  void finish() {
+    if (!context_written_) {
+      GetOutputStream() << "{\"context\": {}, \"benchmarks\": [\n";
+      context_written_ = true;
+    }
+    JSONReporter::Finalize();
+  }
+  const std::string& last_run_name() const { return last_run_name_; }
+
+ private:
+  bool context_written_ = false;
+  std::string last_run_name_;
 };
 
-BenchResult bench_one(const OpSpec& spec, const Implementation& impl, DeviceRuntime& device, const Problem& problem,
-                      const BenchOptions& options, InputCache& cache) {
-  BenchResult r;
-  CaseId id{problem, impl.backend, impl.variant, device.info().id.substr(device.info().id.find(':') + 1)};
-  r.case_id = id.to_string();
-  r.device = device.info().id;
-  auto fail = [&](const Status& s) {
-    r.status = s.code;
-    r.reason = s.message;
-    return r;
-  };
-  auto sig = spec.signature(problem);
-  if (!sig) return fail(sig.status());
-  Status support = impl.supports(problem, device);
-  if (!support.is_ok()) return fail(support);
-  auto bytes = minimal_bytes(spec, problem);
-  if (!bytes) return fail(bytes.status());
-  r.bytes = *bytes;
-  r.flops = spec.flops ? spec.flops(problem) : 0;
-  if (cache.problem != problem.to_string()) {
-    cache = {};
-    auto made = make_random_inputs(spec, problem, *sig);
-    if (!made) return fail(made.status());
-    cache = {problem.to_string(), std::move(*made)};
+struct PlannedBench {
+  const OpSpec* spec;
+  const Implementation* impl;
+  DeviceRuntime* device;  // null: absent
+  Problem problem;
+};
+
+// rows 1, 4, 16, ... up to the problem's rows (always including it), same columns/params.
+std::vector<std::string> sweep_sizes(const std::vector<std::string>& bench_problems) {
+  std::vector<std::string> out;
+  for (const auto& text : bench_problems) {
+    const auto colon = text.find(':');
+    auto shape = parse_shape(text.substr(0, colon));
+    if (!shape || shape->size() < 2) continue;
+    const std::string rest = text.substr(shape_to_string(*shape).size());
+    for (int64_t rows = 1;; rows *= 4) {
+      Shape s = *shape;
+      s[0] = std::min(rows, (*shape)[0]);
+      out.push_back(shape_to_string(s) + rest);
+      if (rows >= (*shape)[0]) break;
+    }
   }
-  const std::vector<Tensor>* host_inputs = &cache.inputs;
-  OpCall call{problem, device, {}, {}};
-  for (size_t i = 0; i < sig->inputs.size(); ++i) {
-    auto t = make_device_input(device, sig->inputs[i]);
-    if (!t) return fail(t.status());
-    Status s = copy_tensor(*t, (*host_inputs)[i]);
-    if (!s.is_ok()) return fail(s);
-    r.working_set_bytes += static_cast<double>(t->storage_span()) * t->element_size();
-    call.inputs.push_back(*t);
-  }
-  for (const auto& out : sig->outputs) {
-    auto t = empty_tensor(device, out.dtype, out.shape);
-    if (!t) return fail(t.status());
-    r.working_set_bytes += static_cast<double>(t->numel()) * t->element_size();
-    call.outputs.push_back(*t);
-  }
-  auto timer = device.make_timer();
-  if (!timer) return fail(timer.status());
-  r.timer = (*timer)->source();
-  for (int i = 0; i < options.warmup; ++i) {
-    Status s = impl.run(call);
-    if (!s.is_ok()) return fail(s);
-  }
-  Status synced = device.synchronize();
-  if (!synced.is_ok()) return fail(synced);
-  std::vector<double> samples;
-  double total = 0;
-  while (static_cast<int>(samples.size()) < options.repetitions || total < options.min_time_s * 1e3) {
-    Status s = (*timer)->start();
-    if (s.is_ok()) s = impl.run(call);
-    if (s.is_ok()) s = (*timer)->stop();
-    if (!s.is_ok()) return fail(s);
-    auto ms = (*timer)->elapsed_ms();
-    if (!ms) return fail(ms.status());
-    samples.push_back(*ms);
-    total += *ms;
-    if (samples.size() > 100000) break;
-  }
-  r.samples = static_cast<int>(samples.size());
-  r.median_ms = percentile(samples, 0.5);
-  r.p10_ms = percentile(samples, 0.1);
-  r.p90_ms = percentile(samples, 0.9);
-  r.min_ms = *std::min_element(samples.begin(), samples.end());
-  return r;
+  std::vector<std::string> unique;
+  for (auto& s : out)
+    if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
+  return unique;
 }
 
-}  // namespace
-
-bool register_device_probe(DeviceProbe probe) {
-  probes().push_back(std::move(probe));
-  return true;
-}
-
-std::vector<std::pair<std::string, Result<double>>> run_device_probes(DeviceRuntime& device) {
-  std::vector<std::pair<std::string, Result<double>>> out;
-  for (auto& p : probes())
-    if (p.kind == device.info().kind) out.emplace_back(p.name, p.measure(device));
-  return out;
-}
-
-Result<std::vector<BenchResult>> run_bench(const BenchOptions& options) {
+Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
   Registry& reg = Registry::instance();
-  std::string backend = options.backend, variant;
-  bool variant_given = false;
-  if (auto slash = backend.find('/'); slash != std::string::npos) {
-    variant = backend.substr(slash + 1);
-    backend = backend.substr(0, slash);
-    variant_given = true;
+  std::vector<PlannedBench> planned;
+  auto device_for = [&](const Implementation& impl, const std::string& device_id) -> Result<std::vector<DeviceRuntime*>> {
+    const DeviceKind kind = find_backend(impl.backend)->device_kind;
+    std::vector<DeviceRuntime*> out;
+    if (!device_id.empty()) {
+      DeviceRuntime* d = DeviceSet::instance().find(device_id);
+      if (!d) return Status::bad_input("--device: no device '" + device_id + "' on this machine (`dnnblocks devices` lists them)");
+      if (d->info().kind == kind) out.push_back(d);
+      return out;
+    }
+    std::vector<DeviceRuntime*> chosen;
+    for (const auto& id : options.devices) {
+      DeviceRuntime* d = DeviceSet::instance().find(id);
+      if (!d) return Status::bad_input("--device: no device '" + id + "' on this machine (`dnnblocks devices` lists them)");
+      if (d->info().kind == kind) chosen.push_back(d);
+    }
+    if (options.devices.empty()) chosen.push_back(DeviceSet::instance().first(kind));  // may be null: absent
+    return chosen;
+  };
+
+  if (!options.case_ids.empty()) {
+    for (const auto& text : options.case_ids) {
+      auto id = CaseId::parse(text);
+      if (!id) return Status::bad_input("--case '" + text + "': " + id.status().message);
+      const OpSpec* spec = reg.find_op(id->problem.op);
+      if (!spec) return Status::bad_input("--case '" + text + "': unknown op '" + id->problem.op + "'");
+      const Implementation* impl = reg.find_implementation(id->problem.op, id->backend, id->variant);
+      if (!impl) return Status::bad_input("--case '" + text + "': no implementation " + id->backend + (id->variant.empty() ? "" : "/" + id->variant));
+      auto devices = device_for(*impl, id->device_id());
+      if (!devices) return devices.status();
+      if (devices->empty()) return Status::bad_input("--case '" + text + "': the device is not a " + impl->backend + " device");
+      for (DeviceRuntime* d : *devices) planned.push_back({spec, impl, d, id->problem});
+    }
+    return planned;
   }
-  if (!backend.empty() && !find_backend(backend)) return Status::bad_input("--backend: unknown backend '" + backend + "'");
+
+  // "--backend cuda,opencl/local,avx512": each item a backend, optionally with a variant.
+  struct BackendFilter {
+    std::string backend, variant;
+    bool variant_given = false;
+  };
+  std::vector<BackendFilter> filters;
+  for (size_t start = 0; !options.backend.empty() && start <= options.backend.size();) {
+    const size_t comma = std::min(options.backend.find(',', start), options.backend.size());
+    BackendFilter f;
+    f.backend = options.backend.substr(start, comma - start);
+    if (auto slash = f.backend.find('/'); slash != std::string::npos) {
+      f.variant = f.backend.substr(slash + 1);
+      f.backend = f.backend.substr(0, slash);
+      f.variant_given = true;
+    }
+    if (!find_backend(f.backend)) return Status::bad_input("--backend: unknown backend '" + f.backend + "'");
+    filters.push_back(f);
+    start = comma + 1;
+  }
+  auto selected = [&](const Implementation& impl) {
+    if (filters.empty()) return true;
+    for (const auto& f : filters)
+      if (impl.backend == f.backend && (!f.variant_given || impl.variant == f.variant)) return true;
+    return false;
+  };
   std::optional<DType> dtype;
   if (!options.dtype.empty()) {
     dtype = parse_dtype(options.dtype);
     if (!dtype) return Status::bad_input("--dtype: unknown dtype '" + options.dtype + "'");
   }
-  std::vector<BenchResult> results;
-  InputCache cache;
   bool any_op = false;
   for (const auto& spec : reg.ops()) {
     if (fnmatch(options.op_glob.c_str(), spec.name.c_str(), 0) != 0) continue;
     any_op = true;
-    // dtype -> size -> implementation, so every implementation of one problem runs back to
-    // back and shares its host inputs.
-    const std::vector<std::string> sizes =
-        options.size.empty() ? spec.bench_problems : std::vector<std::string>{options.size};
+    std::vector<std::string> sizes = options.size.empty() ? spec.bench_problems : std::vector<std::string>{options.size};
+    if (options.sweep) sizes = sweep_sizes(sizes);
     for (DType d : spec.dtypes) {
       if (dtype && d != *dtype) continue;
       for (const auto& size : sizes) {
         auto problem = Problem::parse(spec.name + ":" + dtype_name(d) + ":" + size);
         if (!problem) return Status::bad_input("--size '" + size + "': " + problem.status().message);
         for (const Implementation* impl : reg.implementations_of(spec.name)) {
-          if (!backend.empty() && impl->backend != backend) continue;
-          if (variant_given && impl->variant != variant) continue;
+          if (!selected(*impl)) continue;
           if (std::find(impl->dtypes.begin(), impl->dtypes.end(), d) == impl->dtypes.end()) continue;
-          DeviceKind kind = find_backend(impl->backend)->device_kind;
-          DeviceRuntime* device = options.device.empty() ? DeviceSet::instance().first(kind)
-                                                         : DeviceSet::instance().find(options.device);
-          if (device != nullptr && device->info().kind != kind) continue;
-          if (device == nullptr) {
-            BenchResult r;
-            r.case_id = CaseId{*problem, impl->backend, impl->variant, ""}.to_string();
-            r.status = StatusCode::skipped;
-            r.reason = DeviceSet::instance().absence_reason(kind);
-            results.push_back(r);
-            continue;
-          }
-          results.push_back(bench_one(spec, *impl, *device, *problem, options, cache));
+          auto devices = device_for(*impl, "");
+          if (!devices) return devices.status();
+          for (DeviceRuntime* dev : *devices) planned.push_back({&spec, impl, dev, *problem});
         }
       }
     }
   }
   if (!any_op) return Status::bad_input("--op: no op matches '" + options.op_glob + "'");
-  return results;
+  if (!filters.empty() && planned.empty()) return Status::bad_input("--backend: no implementation of '" + options.backend + "' matches the other options");
+  return planned;
 }
 
-nlohmann::json bench_to_json(const std::vector<BenchResult>& results) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& r : results)
-    list.push_back({{"case", r.case_id}, {"device", r.device}, {"timer", r.timer},
-                    {"status", to_string(r.status)}, {"reason", r.reason}, {"samples", r.samples},
-                    {"median_ms", r.median_ms}, {"min_ms", r.min_ms}, {"p10_ms", r.p10_ms}, {"p90_ms", r.p90_ms},
-                    {"bytes", r.bytes}, {"flops", r.flops}, {"bytes_per_s", r.bytes_per_s()},
-                    {"flops_per_s", r.flops_per_s()}, {"working_set_bytes", r.working_set_bytes}});
-  return {{"schema_version", 0}, {"note", "interim format; issue 5 replaces it with Google Benchmark JSON"},
-          {"results", list}};
+// Times one prepared case through Google Benchmark, in rounds of `repetitions`.
+Status time_case(PreparedCase& prepared, const BenchOptions& options, SessionJsonReporter& reporter, BenchResult& r) {
+  DNNB_TRY(prepared.warm_up(options.warmup));
+  std::vector<double> calibration;
+  for (int i = 0; i < 5; ++i) {
+    auto t = prepared.timed_launch_s();
+    if (!t) return t.status();
+    calibration.push_back(*t);
+  }
+  const double launch_s = std::max(median_of(calibration), 1e-9);
+  if (!options.slowdown_glob.empty() && fnmatch(options.slowdown_glob.c_str(), r.id.to_string().c_str(), 0) == 0) {
+    prepared.set_delay_s(launch_s * options.slowdown_percent / 100);
+    r.flags.push_back("slowdown injected: +" + std::to_string(options.slowdown_percent) + "% of the launch time (--slowdown)");
+    auto first = prepared.timed_launch_s();  // untimed: the delay's own first-use setup
+    if (!first) return first.status();
+  }
+  r.iterations = static_cast<int>(std::clamp(std::ceil(options.min_time_s / launch_s), 1.0, 100000.0));
+  // Slow cases (the reference at large shapes) get fewer repetitions, never under 3.
+  int repetitions = options.repetitions;
+  if (launch_s * r.iterations * repetitions > options.max_time_s)
+    repetitions = std::max(3, static_cast<int>(options.max_time_s / (launch_s * r.iterations)));
+  const BenchHooks* hooks = bench_hooks(prepared.device().info().kind);
+  const auto started = std::chrono::steady_clock::now();
+  Status failure;
+  for (int round = 0; round < options.max_rounds; ++round) {
+    auto* bm = benchmark::RegisterBenchmark(r.id.to_string().c_str(), [&](benchmark::State& state) {
+      double sum = 0;
+      for (auto _ : state) {
+        auto t = prepared.timed_launch_s();
+        if (!t) {
+          failure = t.status();
+          state.SkipWithError(failure.message.c_str());
+          break;
+        }
+        state.SetIterationTime(*t);
+        sum += *t;
+      }
+      if (!failure.is_ok()) return;
+      r.repetition_times_s.push_back(sum / static_cast<double>(state.iterations()));
+      state.SetBytesProcessed(static_cast<int64_t>(r.bytes * state.iterations()));
+      state.counters["FLOP/s"] = benchmark::Counter(r.flops * state.iterations(), benchmark::Counter::kIsRate);
+      if (hooks && hooks->read_clock) {
+        auto clock = hooks->read_clock(prepared.device());
+        if (clock) {
+          r.clocks.push_back(*clock);
+          state.counters["sm_mhz"] = clock->sm_mhz;
+        }
+      }
+    });
+    bm->UseManualTime()->Iterations(r.iterations)->Repetitions(repetitions)->Unit(benchmark::kMicrosecond);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::ClearRegisteredBenchmarks();
+    if (!failure.is_ok()) return failure;
+    r.benchmark_name = reporter.last_run_name();
+    r.cv = cv_of(r.repetition_times_s);
+    r.noise_target_met = r.cv <= options.noise_target;
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (r.noise_target_met || spent >= options.max_time_s) break;
+  }
+  r.median_s = median_of(r.repetition_times_s);
+  r.min_s = *std::min_element(r.repetition_times_s.begin(), r.repetition_times_s.end());
+  if (!r.noise_target_met)
+    r.flags.push_back("noise target missed: cv " + std::to_string(r.cv * 100).substr(0, 4) + "% after the time cap");
+  if (r.median_s < kTinyCaseS && prepared.device().info().kind != DeviceKind::cpu) {
+    std::vector<double> batched;
+    for (int i = 0; i < 5; ++i) {
+      auto t = prepared.batched_launch_s(kBatchedLaunches);
+      if (!t) return t.status();
+      batched.push_back(*t);
+    }
+    r.batched_s = median_of(batched);
+  }
+  int throttled = 0;
+  for (const auto& c : r.clocks) throttled += c.throttled;
+  if (throttled > 0) r.flags.push_back("throttled: " + std::to_string(throttled) + " of " + std::to_string(r.clocks.size()) + " repetitions saw a power or thermal slowdown");
+  return Status::ok();
+}
+
+}  // namespace
+
+void flag_impossible_figures(const DeviceCeilings* ceilings, BenchResult& r) {
+  const double bw = ceilings ? ceilings->bandwidth_bytes_per_s() : 0;
+  if (bw <= 0 || r.bytes_per_s() <= 1.05 * bw) return;
+  const double touched = r.working_set_bytes * r.rotation_sets;
+  if (r.cache == CachePolicy::hot)
+    r.flags.push_back("hot cache: above the DRAM ceiling, a cache figure");
+  else if (touched < r.cache_bytes * 2)
+    r.flags.push_back("measurement error: above the DRAM ceiling with a rotated working set under twice the cache");
+}
+
+const char* to_string(CachePolicy policy) { return policy == CachePolicy::cold ? "cold" : "hot"; }
+
+bool register_bench_hooks(BenchHooks hooks) {
+  hooks_list().push_back(std::move(hooks));
+  return true;
+}
+
+const BenchHooks* bench_hooks(DeviceKind kind) {
+  for (const auto& h : hooks_list())
+    if (h.kind == kind) return &h;
+  return nullptr;
+}
+
+Result<BenchRun> run_bench(const BenchOptions& options, const BenchCallback& on_result) {
+  if (options.repetitions < 2) return Status::bad_input("--repetitions: at least 2 (the spread needs two)");
+  if (options.slowdown_percent < 0) return Status::bad_input("--slowdown: the percentage must be >= 0");
+  auto planned = plan(options);
+  if (!planned) return planned.status();
+  BenchRun run;
+  if (!options.ceilings_path.empty()) {
+    auto loaded = load_ceilings(options.ceilings_path);
+    if (!loaded) return loaded.status();
+    run.ceilings = std::move(*loaded);
+  }
+  std::ostringstream gb_stream, gb_messages;  // the JSON, and warnings kept out of it
+  SessionJsonReporter reporter;
+  reporter.SetOutputStream(&gb_stream);
+  reporter.SetErrorStream(&gb_messages);
+  BenchInputCache cache;
+  for (const auto& p : *planned) {
+    BenchResult r;
+    r.id = CaseId{p.problem, p.impl->backend, p.impl->variant, ""};
+    if (!p.device) {
+      r.status = StatusCode::skipped;
+      r.reason = DeviceSet::instance().absence_reason(find_backend(p.impl->backend)->device_kind);
+      if (on_result) on_result(r, nullptr, run.results.size() + 1, planned->size());
+      run.results.push_back(std::move(r));
+      continue;
+    }
+    const DeviceInfo& info = p.device->info();
+    r.id.device_index = info.id.substr(info.id.find(':') + 1);
+    r.device = info.id;
+    r.device_name = info.name;
+    auto finish = [&](const Status& s) {
+      if (!s.is_ok()) r.status = s.code, r.reason = s.message;
+      auto c = run.ceilings.find(r.device);
+      if (on_result) on_result(r, c == run.ceilings.end() ? nullptr : &c->second, run.results.size() + 1, planned->size());
+      run.results.push_back(std::move(r));
+    };
+    Status support = p.impl->supports(p.problem, *p.device);
+    if (!support.is_ok()) {
+      finish(support);
+      continue;
+    }
+    if (!run.ceilings.count(info.id)) run.ceilings[info.id] = measure_ceilings(*p.device, ProbeOptions{true});
+    if (cache.problem != p.problem.to_string()) {
+      cache = {};
+      auto sig = p.spec->signature(p.problem);
+      if (!sig) {
+        finish(sig.status());
+        continue;
+      }
+      auto inputs = make_bench_inputs(*p.spec, p.problem, *sig);
+      if (!inputs) {
+        finish(inputs.status());
+        continue;
+      }
+      cache = {p.problem.to_string(), std::move(*inputs)};
+    }
+    auto prepared = PreparedCase::prepare(*p.spec, *p.impl, *p.device, p.problem, cache.inputs, options, r);
+    if (!prepared) {
+      finish(prepared.status());
+      continue;
+    }
+    Status timed = time_case(**prepared, options, reporter, r);
+    if (timed.is_ok()) flag_impossible_figures(&run.ceilings[info.id], r);
+    finish(timed);
+  }
+  reporter.finish();
+  try {
+    run.google_benchmark = nlohmann::json::parse(gb_stream.str());
+  } catch (const std::exception& e) {
+    return Status::error(std::string("Google Benchmark's JSON output did not parse: ") + e.what());
+  }
+  return run;
 }
 
 }  // namespace dnnb

@@ -1,58 +1,113 @@
-// Timing of one implementation on one problem: device timers (CUDA events, OpenCL profiling
-// markers, host clock for CPU backends) around each launch after warm-up; the median and
-// spread of the samples, achieved bandwidth against the minimal bytes and FLOP/s against the
-// spec's FLOP model. `dnnblocks bench` prints and saves these.
+// `dnnblocks bench`: every implementation timed on the spec's bench problems (or a size sweep)
+// through Google Benchmark, with device timers (CUDA events, OpenCL profiling events, the host
+// clock for CPU backends) as manual time, after warm-up, with buffers rotated so memory-bound
+// figures are DRAM figures. Each result is judged against the device's measured ceilings
+// (core/ceilings.h): bytes/s, FLOP/s, arithmetic intensity, the roofline bound and the % of
+// it reached. The output file keeps Google Benchmark's JSON layout plus our keys
+// (docs/bench-json.md).
 #pragma once
-#include <string>
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/ceilings.h"
 #include "core/registry.h"
 
 namespace dnnb {
 
+enum class CachePolicy { cold, hot };
+const char* to_string(CachePolicy policy);
+
 struct BenchOptions {
   std::string op_glob = "*";
-  std::string backend;      // "" = all; "cuda/variant" selects a variant
-  std::string dtype;        // "" = all of the implementation's
-  std::string device;       // "" = first device of the backend's kind
-  std::string size;         // "shape[:params]"; "" = the spec's bench_problems
-  int warmup = 10;
-  int repetitions = 50;     // timed samples, each one launch
-  double min_time_s = 0.0;  // keep sampling until this much device time is collected
+  std::string backend;              // "" = all; "cuda,opencl"; "cuda/variant" selects a variant
+  std::string dtype;                // "" = all of the implementation's
+  std::vector<std::string> devices; // empty = first device of each backend's kind
+  std::string size;                 // "shape[:params]"; "" = the spec's bench problems
+  bool sweep = false;               // rows 1, 4, 16, ... up to each bench problem's rows
+  std::vector<std::string> case_ids;// exact cases (override op/backend/dtype/size)
+  int repetitions = 10;             // Google Benchmark repetitions per round
+  double min_time_s = 0.005;        // device time per repetition (sets its launch count)
+  double max_time_s = 2.0;          // time cap per case (rounds stop here)
+  double noise_target = 0.01;       // stop adding rounds once cv over repetitions is under this
+  int max_rounds = 4;
+  int warmup = 3;                   // untimed launches per buffer set first
+  CachePolicy cache = CachePolicy::cold;
+  std::string ceilings_path;        // `dnnblocks roofline --out` file; "" = measure quick probes now
+  // Testing aid for the gate: add a real device-side delay of `slowdown_percent` of the
+  // case's own launch time inside the timed region of cases matching the glob.
+  std::string slowdown_glob;
+  double slowdown_percent = 0;
+  bool progress = false;            // a progress line on stderr
+};
+
+struct ClockSample {
+  double sm_mhz = 0, sm_max_mhz = 0;
+  bool throttled = false;  // power or thermal slowdown reported by the driver
 };
 
 struct BenchResult {
-  std::string case_id;
-  std::string device;
-  std::string timer;         // "cuda-events", "opencl-profiling-markers", "host-clock"
+  CaseId id;
+  std::string device;            // "cuda:0"; "" when absent
+  std::string device_name;
   StatusCode status = StatusCode::ok;
   std::string reason;
-  int samples = 0;
-  double median_ms = 0, min_ms = 0, p10_ms = 0, p90_ms = 0;
-  double flops = 0, bytes = 0;          // per launch
-  double working_set_bytes = 0;         // what the launch touches (for cache policy)
-  double bytes_per_s() const { return median_ms > 0 ? bytes / (median_ms * 1e-3) : 0; }
-  double flops_per_s() const { return median_ms > 0 ? flops / (median_ms * 1e-3) : 0; }
-  double spread() const { return median_ms > 0 ? (p90_ms - p10_ms) / median_ms : 0; }
+  std::string timer;             // cuda-events, opencl-profiling, host-clock
+  CachePolicy cache = CachePolicy::cold;
+  int rotation_sets = 1;
+  double working_set_bytes = 0, cache_bytes = 0;
+  int iterations = 0;            // launches per repetition
+  std::vector<double> repetition_times_s;
+  double median_s = 0, min_s = 0, cv = 0;
+  bool noise_target_met = false;
+  double bytes = 0, flops = 0;   // per launch
+  std::string compute_unit;
+  std::optional<double> batched_s;  // tiny cases: per-launch time of back-to-back launches
+  std::vector<ClockSample> clocks;  // one per repetition, when the device reports clocks
+  std::vector<std::string> flags;
+  std::string benchmark_name;    // Google Benchmark's run name
+
+  double bytes_per_s() const { return median_s > 0 ? bytes / median_s : 0; }
+  double flops_per_s() const { return median_s > 0 ? flops / median_s : 0; }
 };
 
-Result<std::vector<BenchResult>> run_bench(const BenchOptions& options);
-nlohmann::json bench_to_json(const std::vector<BenchResult>& results);
+struct BenchRun {
+  std::vector<BenchResult> results;
+  std::map<std::string, DeviceCeilings> ceilings;  // per device used
+  nlohmann::json google_benchmark;                 // {"context":..., "benchmarks":[...]}
+};
 
-// Device probes: small measurements a device kind registers from devices/ (they need the
-// device's SDK): "empty_launch_ms" (an empty kernel launch: what a tiny op cannot go under)
-// and "copy_bytes_per_s" (a large device-to-device copy, bytes read + written: the memory
-// ceiling kernels are judged against).
-struct DeviceProbe {
+// Calls `on_result` as each case finishes, with the ceilings of its device (progress lines). bad_input for an unknown
+// op/backend/dtype/device/case or a malformed size or ceilings file.
+// (result, its device's ceilings or null, cases done including this one, cases planned)
+using BenchCallback = std::function<void(const BenchResult&, const DeviceCeilings*, size_t done, size_t total)>;
+Result<BenchRun> run_bench(const BenchOptions& options, const BenchCallback& on_result = {});
+
+// The results file (docs/bench-json.md); `command` is the command line that made it.
+nlohmann::json bench_file_json(const BenchRun& run, const std::string& command);
+// Roofline figures of one result against its device's ceilings (the "roofline" object).
+nlohmann::json roofline_json(const BenchResult& r, const DeviceCeilings* ceilings, const DeviceInfo* info);
+
+// A memory-bound figure above the DRAM ceiling is a cache figure: flagged as such (hot
+// policy) or as a measurement error (cold policy whose rotation stayed within the cache).
+void flag_impossible_figures(const DeviceCeilings* ceilings, BenchResult& r);
+
+// Hooks a device kind registers from devices/ for bench: its clocks (CUDA through NVML) and a
+// device-side delay queued on its stream (the --slowdown testing aid). Either may be empty.
+struct BenchHooks {
   DeviceKind kind;
-  std::string name;
-  std::function<Result<double>(DeviceRuntime&)> measure;
+  std::function<Result<ClockSample>(DeviceRuntime&)> read_clock;
+  std::function<Status(DeviceRuntime&, double seconds)> enqueue_delay;
 };
-bool register_device_probe(DeviceProbe probe);
-// Runs every probe of the device's kind: name -> value, or the reason it failed.
-std::vector<std::pair<std::string, Result<double>>> run_device_probes(DeviceRuntime& device);
+bool register_bench_hooks(BenchHooks hooks);
+const BenchHooks* bench_hooks(DeviceKind kind);
+
+// Items of the results' fingerprint that only a backend knows (e.g. "onednn": "2.6.0").
+bool register_fingerprint_item(std::string name, std::function<std::string()> value);
+nlohmann::json build_fingerprint();  // compiler, flags, commit, and the registered items
 
 }  // namespace dnnb

@@ -5,6 +5,12 @@
 
 namespace dnnb {
 
+nlohmann::json to_json(const DeviceInfo& info) {
+  return {{"id", info.id}, {"kind", to_string(info.kind)}, {"name", info.name},
+          {"capabilities", info.capabilities}, {"peaks", info.peaks}};
+}
+
+
 const char* to_string(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::cpu: return "cpu";

@@ -26,6 +26,9 @@ struct DeviceInfo {
   nlohmann::json peaks = nlohmann::json::object();
 };
 
+// {"id", "kind", "name", "capabilities", "peaks"}: one device of `dnnblocks devices --json`.
+nlohmann::json to_json(const DeviceInfo& info);
+
 class DeviceRuntime;
 
 // Memory on one device. `handle` is a host pointer (cpu), a device pointer (cuda) or a

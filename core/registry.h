@@ -87,6 +87,9 @@ struct Implementation {
   std::function<Status(const Problem&, const DeviceRuntime&)> supports;
   std::function<Status(OpCall&)> run;
   std::vector<KnownDeviation> known_deviations;
+  // The arithmetic unit the kernel computes on, naming the ceiling bench judges FLOP/s
+  // against (core/ceilings.h): family-1 kernels compute in f32 whatever the storage dtype.
+  std::string compute_unit = "f32_fma";
 
   std::string label() const { return variant.empty() ? backend : backend + "/" + variant; }
 };

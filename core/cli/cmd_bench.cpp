@@ -1,10 +1,9 @@
-// `dnnblocks bench` (interim): median device time of each implementation on the spec's bench
-// problems, achieved bandwidth and FLOP/s, next to the device's empty-launch time and, when
-// given, a measured bandwidth ceiling. Issue 5 turns this into the Google Benchmark based
-// bench with roofline ceilings and reports.
+// `dnnblocks bench`: times implementations (core/bench.h), prints one line per case as it
+// finishes (a progress line on a terminal), and writes the results file (docs/bench-json.md).
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
-#include <map>
 
 #include "core/bench.h"
 #include "core/cli/commands.h"
@@ -15,55 +14,85 @@ namespace {
 
 struct BenchArgs {
   BenchOptions options;
+  std::string cache = "cold";
+  std::string slowdown;
   std::string out_path;
-  double ceiling_gbps = 0;
+  std::string command_line;
 };
 
+std::string fixed(double v, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+void print_header() {
+  std::printf("%-58s %-10s %10s %6s %9s %6s %-7s %6s %7s  %s\n", "case", "device", "median_us", "cv%", "GB/s", "%SOL",
+              "bound", "%copy", "xempty", "flags");
+}
+
+void print_result(const BenchResult& r, const DeviceCeilings* dc) {
+  const std::string id = r.id.to_string();
+  if (r.status != StatusCode::ok) {
+    std::printf("%-58s %-10s %s: %s\n", id.c_str(), r.device.c_str(), to_string(r.status), r.reason.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  DeviceRuntime* d = DeviceSet::instance().find(r.device);
+  const nlohmann::json roof = roofline_json(r, dc, d ? &d->info() : nullptr);
+  const double empty = dc ? dc->value("empty_launch_s") : 0;
+  std::string flags;
+  for (const auto& f : r.flags) flags += (flags.empty() ? "" : "; ") + f;
+  std::printf("%-58s %-10s %10.2f %6.2f %9.1f %6.1f %-7s %6s %7s  %s\n", id.c_str(), r.device.c_str(), r.median_s * 1e6,
+              r.cv * 100, r.bytes_per_s() / 1e9, roof["sol_percent"].get<double>(), roof["bound_by"].get<std::string>().c_str(),
+              roof["pct_of_copy"].is_number() ? fixed(roof["pct_of_copy"].get<double>(), 1).c_str() : "-",
+              empty > 0 ? fixed(r.median_s / empty, 1).c_str() : "-", flags.c_str());
+  std::fflush(stdout);
+}
+
 int run_bench_command(BenchArgs& args) {
-  auto results = run_bench(args.options);
-  if (!results) {
-    std::fprintf(stderr, "dnnblocks bench: %s\n", results.status().message.c_str());
+  if (args.cache != "cold" && args.cache != "hot") {
+    std::fprintf(stderr, "dnnblocks bench: --cache: expected cold or hot, got '%s'\n", args.cache.c_str());
     return 2;
   }
-  // Probes of every device used: the empty-launch time and the copy ceiling, measured in
-  // this same run so ratios are not against stale figures.
-  std::map<std::string, double> empty_ms, copy_bps;
-  nlohmann::json probe_json = nlohmann::json::object();
-  for (const auto& r : *results) {
-    if (r.device.empty() || probe_json.contains(r.device)) continue;
-    DeviceRuntime* d = DeviceSet::instance().find(r.device);
-    probe_json[r.device] = nlohmann::json::object();
-    if (!d) continue;
-    for (auto& [name, value] : run_device_probes(*d)) {
-      if (value) {
-        probe_json[r.device][name] = *value;
-        if (name == "empty_launch_ms") empty_ms[r.device] = *value;
-        if (name == "copy_bytes_per_s") copy_bps[r.device] = *value;
-        std::printf("%s: %s = %.6g\n", r.device.c_str(), name.c_str(), *value);
-      } else {
-        probe_json[r.device][name] = value.status().to_string();
-        std::printf("%s: %s: %s\n", r.device.c_str(), name.c_str(), value.status().to_string().c_str());
-      }
+  args.options.cache = args.cache == "cold" ? CachePolicy::cold : CachePolicy::hot;
+  if (!args.slowdown.empty()) {
+    const auto eq = args.slowdown.rfind('=');
+    char* end = nullptr;
+    const double pct = eq == std::string::npos ? -1 : std::strtod(args.slowdown.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == nullptr || *end != '\0' || !(pct >= 0)) {
+      std::fprintf(stderr, "dnnblocks bench: --slowdown: expected GLOB=PERCENT, e.g. 'add:f32:*@cuda:0=5', got '%s'\n",
+                   args.slowdown.c_str());
+      return 2;
     }
+    args.options.slowdown_glob = args.slowdown.substr(0, eq);
+    args.options.slowdown_percent = pct;
   }
-  std::printf("%-62s %-8s %7s %10s %7s %9s %8s %s\n", "case", "device", "samples", "median_us", "spread", "GB/s",
-              "%copy", "x empty");
+  const bool terminal = isatty(fileno(stderr));
   int failed = 0;
-  for (const auto& r : *results) {
-    if (r.status != StatusCode::ok) {
-      std::printf("%-62s %-8s %s: %s\n", r.case_id.c_str(), r.device.c_str(), to_string(r.status), r.reason.c_str());
-      failed += r.status == StatusCode::error || r.status == StatusCode::bad_input;
-      continue;
+  print_header();
+  auto on_result = [&](const BenchResult& r, const DeviceCeilings* ceilings, size_t done, size_t total) {
+    if (terminal) std::fprintf(stderr, "\r\033[K");
+    print_result(r, ceilings);
+    failed += r.status == StatusCode::error;
+    if (terminal) {  // a bar on stderr under the result lines: [#####.....] 12/340 case
+      constexpr int kWidth = 30;
+      const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+      std::fprintf(stderr, "[%s%s] %zu/%zu %s", std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
+                   done, total, r.id.to_string().c_str());
     }
-    const double gbps = r.bytes_per_s() / 1e9;
-    char ceil[16] = "";
-    const double ceiling = args.ceiling_gbps > 0 ? args.ceiling_gbps * 1e9 : (copy_bps.count(r.device) ? copy_bps[r.device] : 0);
-    if (ceiling > 0) std::snprintf(ceil, sizeof ceil, "%.1f%%", 100 * r.bytes_per_s() / ceiling);
-    const double e = empty_ms.count(r.device) ? empty_ms[r.device] : -1;
-    char xempty[16] = "";
-    if (e > 0) std::snprintf(xempty, sizeof xempty, "%.1f", r.median_ms / e);
-    std::printf("%-62s %-8s %7d %10.2f %6.1f%% %9.1f %8s %s\n", r.case_id.c_str(), r.device.c_str(), r.samples,
-                r.median_ms * 1e3, 100 * r.spread(), gbps, ceil, xempty);
+  };
+  auto run = run_bench(args.options, on_result);
+  if (terminal) std::fprintf(stderr, "\r\033[K");
+  if (!run) {
+    std::fprintf(stderr, "dnnblocks bench: %s\n", run.status().message.c_str());
+    return run.status().code == StatusCode::bad_input ? 2 : 1;
+  }
+  // The ceilings each device was judged against, measured in this run unless --ceilings.
+  for (const auto& [id, c] : run->ceilings) {
+    std::printf("%s ceilings (%s):", id.c_str(), c.source.c_str());
+    for (const auto& [name, probe] : c.measured) std::printf(" %s=%.4g", name.c_str(), probe.value);
+    std::printf("\n");
   }
   if (!args.out_path.empty()) {
     std::ofstream out(args.out_path);
@@ -71,10 +100,11 @@ int run_bench_command(BenchArgs& args) {
       std::fprintf(stderr, "dnnblocks bench: --out: cannot write '%s'\n", args.out_path.c_str());
       return 2;
     }
-    nlohmann::json j = bench_to_json(*results);
-    j["device_probes"] = probe_json;
-    if (args.ceiling_gbps > 0) j["ceiling_override_bytes_per_s"] = args.ceiling_gbps * 1e9;
-    out << j.dump(1) << "\n";
+    out << bench_file_json(*run, args.command_line).dump(1) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "dnnblocks bench: --out: writing '%s' failed\n", args.out_path.c_str());
+      return 2;
+    }
   }
   return failed ? 1 : 0;
 }
@@ -83,18 +113,31 @@ int run_bench_command(BenchArgs& args) {
 
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time implementations (interim: device timers, medians)");
-  cmd->add_option("--op", args->options.op_glob, "Op name or glob");
-  cmd->add_option("--backend", args->options.backend, "Backend (or backend/variant)");
-  cmd->add_option("--dtype", args->options.dtype, "f32, f16, bf16");
-  cmd->add_option("--device", args->options.device, "Device id");
-  cmd->add_option("--size", args->options.size, "shape[:params], e.g. 16384x8192 (default: the spec's bench problems)");
-  cmd->add_option("--repetitions", args->options.repetitions, "Timed samples (default 50)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", args->options.warmup, "Untimed launches first (default 10)")->check(CLI::Range(0, 100000));
-  cmd->add_option("--min-time", args->options.min_time_s, "Sample until this much device time (seconds)");
-  cmd->add_option("--ceiling-gbps", args->ceiling_gbps, "Bandwidth ceiling in GB/s to report % of (default: the copy probe measured in this run)");
-  cmd->add_option("--out", args->out_path, "Write results as JSON");
-  cmd->callback([args, &exit_code] { exit_code = run_bench_command(*args); });
+  BenchOptions& o = args->options;
+  CLI::App* cmd = app.add_subcommand("bench", "Time implementations against the device's roofline (Google Benchmark, device timers)");
+  cmd->add_option("--op", o.op_glob, "Op name or glob");
+  cmd->add_option("--backend", o.backend, "Backend, backend/variant, or a comma-separated list of them");
+  cmd->add_option("--dtype", o.dtype, "f32, f16, bf16");
+  cmd->add_option("--device", o.devices, "Device id (repeatable; default: the first device of each backend's kind)");
+  cmd->add_option("--size", o.size, "shape[:params], e.g. 16384x8192 (default: the spec's bench problems)");
+  cmd->add_flag("--sweep", o.sweep, "Rows 1, 4, 16, ... up to each bench problem's rows (or --size's)");
+  cmd->add_option("--case", o.case_ids, "Exact case id to time (repeatable), as check and bench print them");
+  cmd->add_option("--repetitions", o.repetitions, "Google Benchmark repetitions per round (default 10)")->check(CLI::Range(2, 100000));
+  cmd->add_option("--min-time", o.min_time_s, "Device time per repetition in seconds (sets launches per repetition; default 0.005)")
+      ->check(CLI::Range(1e-6, 60.0));
+  cmd->add_option("--max-time", o.max_time_s, "Time cap per case in seconds: no new round after it (default 2)")->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--noise-target", o.noise_target, "Stop once cv over repetitions is under this (default 0.01)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--warmup", o.warmup, "Untimed launches per buffer set first (default 3)")->check(CLI::Range(0, 100000));
+  cmd->add_option("--cache", args->cache, "cold (rotate buffers past the last-level cache, default) or hot");
+  cmd->add_option("--ceilings", o.ceilings_path, "Ceilings file from `dnnblocks roofline --out` (default: quick probes measured now)");
+  cmd->add_option("--slowdown", args->slowdown, "Testing aid: GLOB=PERCENT adds a device-side delay of PERCENT of the launch time to matching cases");
+  cmd->add_option("--out", args->out_path, "Write the results file (docs/bench-json.md)");
+  cmd->callback([args, &exit_code, &app] {
+    args->command_line = "dnnblocks bench";
+    for (const auto& o : app.get_subcommand("bench")->get_options())
+      for (const auto& r : o->results()) args->command_line += " " + o->get_name() + (o->get_type_size() == 0 ? "" : " " + r);
+    exit_code = run_bench_command(*args);
+  });
 }
 
 }  // namespace dnnb::cli

@@ -123,12 +123,7 @@ json devices_json(const std::vector<std::unique_ptr<DeviceRuntime>>& devices,
   out["build"] = build_backends_json();
   json list = json::array();
   for (const auto& d : devices) {
-    const DeviceInfo& info = d->info();
-    list.push_back({{"id", info.id},
-                    {"kind", to_string(info.kind)},
-                    {"name", info.name},
-                    {"capabilities", info.capabilities},
-                    {"peaks", info.peaks}});
+    list.push_back(to_json(d->info()));
   }
   out["devices"] = list;
   json absent = json::array();

@@ -1,5 +1,7 @@
 #include "kernels/peers/onednn/onednn_common.h"
 
+#include "core/bench.h"
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -197,3 +199,11 @@ bool register_peer(PeerOp op) {
 }
 
 }  // namespace dnnb::onednn
+
+namespace dnnb {
+// The oneDNN library version actually loaded, for the results' fingerprint.
+DNNB_REGISTER(register_fingerprint_item("onednn", [] {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}));
+}  // namespace dnnb

@@ -1,0 +1,185 @@
+// The bench's promises: results carry Google Benchmark's records and ours side by side,
+// buffers rotate past the cache for cold figures, an injected slowdown is a real one, bad
+// options are bad input, and bench inputs match check's seeded inputs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/bench.h"
+#include "core/bench_case.h"
+#include "core/check.h"
+#include "core/host_device.h"
+
+namespace dnnb {
+namespace {
+
+BenchOptions tiny_options() {
+  BenchOptions o;
+  o.op_glob = "add";
+  o.backend = "reference";
+  o.dtype = "f32";
+  o.size = "4x256";
+  o.repetitions = 3;
+  o.min_time_s = 1e-4;
+  o.max_time_s = 0.2;
+  o.ceilings_path = "";
+  return o;
+}
+
+TEST(Bench, ResultsFileHoldsGoogleBenchmarkRecordsAndOurs) {
+  int callbacks = 0;
+  auto run = run_bench(tiny_options(), [&](const BenchResult&, const DeviceCeilings*, size_t done, size_t total) {
+    ++callbacks;
+    EXPECT_EQ(done, 1u);
+    EXPECT_EQ(total, 1u);
+  });
+  ASSERT_TRUE(run.is_ok()) << run.status().message;
+  ASSERT_EQ(run->results.size(), 1u);
+  EXPECT_EQ(callbacks, 1);
+  const BenchResult& r = run->results[0];
+  ASSERT_EQ(r.status, StatusCode::ok) << r.reason;
+  EXPECT_EQ(r.id.to_string(), "add:f32:4x256@reference:0");
+  EXPECT_GE(r.repetition_times_s.size(), 3u);
+  EXPECT_GT(r.median_s, 0);
+  EXPECT_GT(r.bytes, 0);
+  const nlohmann::json j = bench_file_json(*run, "test");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["kind"], "bench");
+  ASSERT_TRUE(j["context"].is_object());
+  // Google Benchmark's own entries: one per repetition plus its aggregates, under our name.
+  ASSERT_TRUE(j["benchmarks"].is_array());
+  size_t repetitions = 0;
+  for (const auto& b : j["benchmarks"])
+    if (b["run_type"] == "iteration") {
+      ++repetitions;
+      EXPECT_EQ(b["run_name"], j["results"][0]["benchmark_name"]);
+    }
+  EXPECT_EQ(repetitions, r.repetition_times_s.size());
+  const auto& x = j["results"][0];
+  for (const char* key : {"case_id", "median_s", "cv", "samples", "bytes_per_s", "flops_per_s", "intensity", "roofline",
+                          "cache_policy", "rotation_sets", "repetition_times_s", "timer"})
+    EXPECT_TRUE(x.contains(key)) << key;
+  EXPECT_TRUE(j["devices"].contains("cpu:0"));
+  EXPECT_TRUE(j["devices"]["cpu:0"]["ceilings"]["measured"].contains("dram_copy_bytes_per_s"));
+  EXPECT_GT(x["roofline"]["sol_percent"].get<double>(), 0);
+  EXPECT_FALSE(j["fingerprint"]["git_commit"].get<std::string>().empty());
+}
+
+TEST(Bench, ColdPolicyRotatesSetsPastTheCache) {
+  auto run = run_bench(tiny_options());
+  ASSERT_TRUE(run.is_ok());
+  const BenchResult& r = run->results[0];
+  ASSERT_GT(r.cache_bytes, 0) << "the CPU reports no last-level cache";
+  // 4x256 f32 add: a few KiB per set, so many sets are needed to exceed twice the cache.
+  EXPECT_GT(r.rotation_sets, 1);
+  EXPECT_GE(r.rotation_sets * r.working_set_bytes, std::min(2 * r.cache_bytes, 1024 * r.working_set_bytes));
+  BenchOptions hot = tiny_options();
+  hot.cache = CachePolicy::hot;
+  auto hot_run = run_bench(hot);
+  ASSERT_TRUE(hot_run.is_ok());
+  EXPECT_EQ(hot_run->results[0].rotation_sets, 1);
+}
+
+TEST(Bench, InjectedSlowdownIsARealDelay) {
+  BenchOptions o = tiny_options();
+  o.size = "64x4096";
+  o.repetitions = 5;
+  auto base = run_bench(o);
+  o.slowdown_glob = "add:*";
+  o.slowdown_percent = 100;
+  auto slow = run_bench(o);
+  ASSERT_TRUE(base.is_ok() && slow.is_ok());
+  ASSERT_EQ(slow->results[0].status, StatusCode::ok) << slow->results[0].reason;
+  // +100% of the calibrated launch time: expect well over 1.4x even on a busy machine.
+  EXPECT_GT(slow->results[0].median_s, 1.4 * base->results[0].median_s);
+  EXPECT_FALSE(slow->results[0].flags.empty());
+}
+
+TEST(Bench, BadOptionsAreBadInput) {
+  BenchOptions o = tiny_options();
+  o.op_glob = "no_such_op";
+  EXPECT_EQ(run_bench(o).status().code, StatusCode::bad_input);
+  o = tiny_options();
+  o.backend = "no_such_backend";
+  EXPECT_EQ(run_bench(o).status().code, StatusCode::bad_input);
+  o = tiny_options();
+  o.size = "4xq";
+  EXPECT_EQ(run_bench(o).status().code, StatusCode::bad_input);
+  o = tiny_options();
+  o.case_ids = {"add:f32:4x4@nowhere"};
+  EXPECT_EQ(run_bench(o).status().code, StatusCode::bad_input);
+  o = tiny_options();
+  o.ceilings_path = "/nonexistent/ceilings.json";
+  auto missing = run_bench(o);
+  EXPECT_EQ(missing.status().code, StatusCode::bad_input);
+  EXPECT_NE(missing.status().message.find("/nonexistent/ceilings.json"), std::string::npos);
+}
+
+TEST(Bench, CaseIdRunsExactlyThatCase) {
+  BenchOptions o = tiny_options();
+  o.case_ids = {"mul:f32:8x128@reference:0"};
+  auto run = run_bench(o);
+  ASSERT_TRUE(run.is_ok()) << run.status().message;
+  ASSERT_EQ(run->results.size(), 1u);
+  EXPECT_EQ(run->results[0].id.to_string(), "mul:f32:8x128@reference:0");
+}
+
+TEST(Bench, SweepGrowsRowsByFourUpToTheProblem) {
+  BenchOptions o = tiny_options();
+  o.size = "100x128";  // the sweep's top, as a spec's bench problem would be
+  o.sweep = true;
+  o.op_glob = "relu";
+  o.max_time_s = 0.05;
+  o.repetitions = 2;
+  auto run = run_bench(o);
+  ASSERT_TRUE(run.is_ok()) << run.status().message;
+  std::vector<std::string> shapes;
+  for (const auto& r : run->results) shapes.push_back(shape_to_string(r.id.problem.shape));
+  EXPECT_EQ(shapes, (std::vector<std::string>{"1x128", "4x128", "16x128", "64x128", "100x128"}));
+}
+
+TEST(Bench, TiledInputsMatchCheckInputsOnTheFilledRows) {
+  const OpSpec* spec = Registry::instance().find_op("layernorm");
+  ASSERT_NE(spec, nullptr);
+  auto big = Problem::parse("layernorm:f32:1024x64");
+  auto small = Problem::parse("layernorm:f32:256x64");
+  ASSERT_TRUE(big.is_ok() && small.is_ok());
+  auto big_sig = spec->signature(*big);
+  auto small_sig = spec->signature(*small);
+  auto tiled = make_bench_inputs(*spec, *big, *big_sig);
+  auto direct = make_random_inputs(*spec, *small, *small_sig);
+  ASSERT_TRUE(tiled.is_ok() && direct.is_ok());
+  const auto* t = static_cast<const float*>((*tiled)[0].host_data());
+  const auto* d = static_cast<const float*>((*direct)[0].host_data());
+  for (int i = 0; i < 256 * 64; ++i) ASSERT_EQ(t[i], d[i]) << i;
+  for (int i = 0; i < 256 * 64; ++i) ASSERT_EQ(t[768 * 64 + i], d[i]) << i;  // the repeat
+}
+
+TEST(Bench, RooflineJudgesAgainstTheMeasuredCeilingAndFlagsCacheFigures) {
+  DeviceCeilings c;
+  c.device = "cpu:0";
+  c.measured["dram_copy_bytes_per_s"] = ProbeResult{1e9, 0, 1, "synthetic"};
+  BenchResult r;
+  r.bytes = 1e6;
+  r.flops = 0;
+  r.median_s = 1e-4;  // 10 GB/s against a 1 GB/s ceiling
+  r.compute_unit = "f32_fma";
+  const nlohmann::json roof = roofline_json(r, &c, nullptr);
+  EXPECT_NEAR(roof["sol_percent"].get<double>(), 1000, 1e-6);
+  EXPECT_EQ(roof["bound_by"], "memory");
+  EXPECT_NEAR(roof["pct_of_copy"].get<double>(), 1000, 1e-6);
+  r.working_set_bytes = 1e6;
+  r.rotation_sets = 1;
+  r.cache_bytes = 32e6;
+  flag_impossible_figures(&c, r);
+  ASSERT_EQ(r.flags.size(), 1u);
+  EXPECT_NE(r.flags[0].find("measurement error"), std::string::npos);
+  BenchResult fine = r;
+  fine.flags.clear();
+  fine.median_s = 1e-2;  // 0.1 GB/s: under the ceiling, nothing to flag
+  flag_impossible_figures(&c, fine);
+  EXPECT_TRUE(fine.flags.empty());
+}
+
+}  // namespace
+}  // namespace dnnb
