@@ -1,0 +1,36 @@
+// The page's charts: the roofline of each physical device (every ok result a point against the
+// measured and theoretical ceilings of the devices on that hardware) and the size sweeps (time
+// against bytes, one line per backend/variant, beside the bandwidth and launch floors).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/report/report_model.h"
+
+namespace dnnb::report {
+
+struct RooflineChart {
+  std::string svg;
+  size_t points = 0;             // circles with class "point": one per plottable result
+  size_t not_plottable = 0;      // ok results without a FLOP model (intensity 0): in the table only
+  std::vector<std::string> backends, dtypes;  // present among the points, for the legend
+};
+RooflineChart roofline_chart(const ReportModel& model, const HardwareGroup& group);
+
+struct SweepSeries {
+  std::string label;   // backend[/variant][@device]
+  std::string color;
+  std::string dash;    // stroke-dasharray, "" for solid
+};
+struct SweepChart {
+  std::string op, dtype, hardware;
+  std::string svg;
+  std::vector<SweepSeries> series;
+};
+// One chart per (op, dtype, hardware) where some backend ran at two sizes or more.
+std::vector<SweepChart> sweep_charts(const ReportModel& model, const std::vector<HardwareGroup>& groups);
+
+// Index of each result in model.results, as the page's row ids ("r-12") that points link to.
+std::string result_row_id(size_t index);
+
+}  // namespace dnnb::report
