@@ -7,7 +7,7 @@ set -uo pipefail
 
 required=(cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
           ocl-icd-opencl-dev opencl-headers)
-optional=(pocl-opencl-icd libdnnl-dev clang python3)
+optional=(pocl-opencl-icd libdnnl-dev clang python3 chromium)
 
 missing=()
 for pkg in "${required[@]}" "${optional[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then on every device found: list devices,
-# check every backend against the fixtures, and write the results under reports/out/<host>/.
+# check every backend against the fixtures, measure the ceilings, bench every backend, and
+# write the report under reports/out/<host>/ (index.html, summary.md, the JSON behind them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -20,11 +21,13 @@ $bin list | tee "$out/coverage.txt"
 set +e
 $bin check --json "$out/check.json" --junit "$out/check.junit.xml" | tee "$out/check.txt"
 check_rc=${PIPESTATUS[0]}
-# Interim bench (issue 5 replaces it with the Google Benchmark based one and the HTML report):
-# the decode-like shape on every backend and device found, a few seconds per backend.
-$bin bench --size 64x8192 --repetitions 20 --warmup 3 --out "$out/bench.json" | tee "$out/bench.txt"
-bench_rc=${PIPESTATUS[0]}
 set -e
-echo "run.sh: check exit code $check_rc, bench exit code $bench_rc; results in $out/"
+echo "run.sh: check exit code $check_rc; timing every backend on every device next"
+# Ceilings, bench of every backend on every device, the HTML report and Markdown summary.
+set +e
+bash ci/report.sh "$bin" "$out" quick
+report_rc=$?
+set -e
+echo "run.sh: check exit code $check_rc, report exit code $report_rc; open $out/index.html"
 [ "$check_rc" -ne 0 ] && exit "$check_rc"
-exit "$bench_rc"
+exit "$report_rc"

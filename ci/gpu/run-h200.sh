@@ -5,12 +5,19 @@
 #   bash ci/gpu/run-h200.sh check variants opencl cpu anchors report
 # Steps:
 #   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference; every
-#             variant, every device of the kind); ctest
+#             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"); ctest
+#             unless NO_CTEST=1
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
-#   report    roofline + bench of every backend + report into $OUT/report (issue 5)
+#   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
+#             OpenCL device) into $OUT/rebench.tgz
+#   reference the float64 reference at 64x8192 on the host CPU ($OUT/bench-reference.json)
+#   verify    per-op check of VERIFY_BACKENDS with a fallback to .fallback/kernels/<backend>
+#   roofline  the measured ceilings of every device ($OUT/ceilings.json)
+#   report    ci/report.sh full on cuda:0, the NVIDIA OpenCL device and cpu:0 ($OUT/report.tgz);
+#             CEILINGS=file reuses measured ceilings
 # oneDNN is not installed there: run `ci/gpu/pack-onednn.sh` here first and carry `.deps`.
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnblocks-out}
@@ -52,11 +59,11 @@ for step in "$@"; do
   check)
     log check
     for backend in ${CHECK_BACKENDS:-cuda opencl avx512 onednn reference}; do
-      timeout 240 $bin check --backend "$backend" --json "$OUT/check-$backend.json" > "$OUT/check-$backend.txt" 2>&1
+      timeout 240 $bin check --backend "$backend" ${CHECK_ARGS:-} --json "$OUT/check-$backend.json" > "$OUT/check-$backend.txt" 2>&1
       echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$backend.txt" | head -c 300)"
       grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$backend.txt" | head -15
     done
-    (cd build/gpu && timeout 180 ctest -j4 --output-on-failure > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt" ;;
+    [ -n "${NO_CTEST:-}" ] || { (cd build/gpu && timeout 180 ctest -j4 --output-on-failure > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt"; } ;;
   variants)
     log "CUDA variants at 16384x8192"
     cap=200 bench bench-variants --backend cuda --size 16384x8192 --repetitions 20 --warmup 5
@@ -74,8 +81,56 @@ for step in "$@"; do
     log "torch anchors"
     PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$OUT/torch.json" > "$OUT/torch.txt" 2>&1; tail -5 "$OUT/torch.txt" ;;
   report)
-    log "roofline, bench, report"
-    [ -x ci/gpu/report-h200.sh ] && bash ci/gpu/report-h200.sh "$bin" "$OUT" "$ocl_nv" ;;
+    log "ceilings, bench of CUDA, OpenCL on NVIDIA, AVX-512, oneDNN and the reference; report (ci/report.sh full)"
+    REPORT_DEVICES=${REPORT_DEVICES:-"cuda:0 $ocl_nv cpu:0"} timeout ${REPORT_CAP:-560} bash ci/report.sh "$bin" /tmp/report full | tail -30
+    cp "$OUT"/torch.* /tmp/report/ 2>/dev/null; tar -czf "$OUT/report.tgz" -C /tmp/report . ;;
+  rebench)
+    # REBENCH="backend device op,op,..;..." re-times chosen ops at the specs' bench problems
+    # (every variant) against CEILINGS, e.g. after kernel changes; results in $OUT/rebench.tgz.
+    log "rebench: ${REBENCH:-nothing}"
+    mkdir -p /tmp/rebench
+    IFS=';' read -ra items <<< "${REBENCH:-}"
+    for item in "${items[@]}"; do
+      read -r backend device ops <<< "$item"
+      [ "$device" = nvidia-opencl ] && device=$ocl_nv
+      for op in ${ops//,/ }; do
+        timeout 150 $bin bench --backend "$backend" --device "$device" --op "$op" --repetitions 5 --max-time 1 \
+          ${CEILINGS:+--ceilings "$CEILINGS"} --out "/tmp/rebench/bench-$backend-$op.json" > "/tmp/rebench/bench-$backend-$op.txt" 2>&1
+        echo "  $backend $op on $device: exit $?"
+      done
+    done
+    tar -czf "$OUT/rebench.tgz" -C /tmp/rebench . ;;
+  reference)
+    log "reference at 64x8192 on cpu:0"
+    timeout 300 $bin bench --backend reference --device cpu:0 --size 64x8192 --repetitions 3 --max-time 0.5 \
+      ${CEILINGS:+--ceilings "$CEILINGS"} --out "$OUT/bench-reference.json" > "$OUT/bench-reference.txt" 2>&1
+    echo "reference bench exit $?" ;;
+  verify)
+    # After kernel rewrites: check VERIFY_BACKENDS on every device here, op by op; when a
+    # backend fails or crashes and .fallback/kernels/<backend> exists (the last version that
+    # passed), put it back, rebuild and check again, so the timings that follow are of code
+    # that passes. Logs in $OUT/logs.tgz.
+    mkdir -p /tmp/logs
+    for backend in ${VERIFY_BACKENDS:-opencl avx512}; do
+      for attempt in new fallback; do
+        bad=0
+        for op in $($bin list --json | python3 -c 'import json,sys; print(" ".join(o["op"] for o in json.load(sys.stdin)["ops"]))'); do
+          timeout 90 $bin check --backend "$backend" --op "$op" > "/tmp/logs/check-$backend-$op-$attempt.txt" 2>&1
+          rc=$?; [ $rc -eq 0 ] || { bad=1; echo "  $attempt $backend $op: exit $rc: $(grep -E '^(FAIL|ERROR)' "/tmp/logs/check-$backend-$op-$attempt.txt" | head -2)"; }
+        done
+        echo "verify $backend ($attempt): $([ $bad = 0 ] && echo all passed || echo FAILURES)"
+        [ $bad = 0 ] && break
+        [ $attempt = new ] && [ -d ".fallback/kernels/$backend" ] || break
+        echo "verify $backend: restoring the fallback kernels and rebuilding"
+        rm -rf "kernels/$backend" && cp -r ".fallback/kernels/$backend" kernels/ && cmake --build build/gpu -j"$jobs" > /tmp/logs/rebuild-$backend.log 2>&1 || { tail -20 /tmp/logs/rebuild-$backend.log; exit 1; }
+      done
+    done
+    tar -czf "$OUT/logs.tgz" -C /tmp/logs . ;;
+  roofline)
+    log roofline
+    dev_args=(); for d in ${REPORT_DEVICES:-cuda:0 $ocl_nv cpu:0}; do dev_args+=(--device "$d"); done
+    timeout 200 $bin roofline "${dev_args[@]}" --out "$OUT/ceilings.json" > "$OUT/roofline.txt" 2>&1; echo "roofline exit $?"
+    grep -E "^[a-z]|flops|bytes|launch" "$OUT/roofline.txt" | cut -c1-90 ;;
   *) echo "unknown step '$step'"; exit 2 ;;
   esac
 done

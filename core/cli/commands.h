@@ -10,5 +10,8 @@ void add_list_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_roofline_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app, int& exit_code);
 
 }  // namespace dnnb::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   dnnb::cli::add_check_command(app, exit_code);
   dnnb::cli::add_inspect_command(app, exit_code);
   dnnb::cli::add_bench_command(app, exit_code);
+  dnnb::cli::add_roofline_command(app, exit_code);
+  dnnb::cli::add_report_command(app, exit_code);
+  dnnb::cli::add_compare_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
