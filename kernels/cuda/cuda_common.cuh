@@ -4,7 +4,8 @@
 //
 // Numerics: every kernel loads its dtype, computes in f32 and rounds once to the output dtype
 // (round to nearest even, as torch's .to() does). Math functions are the accurate ones (expf,
-// tanhf, erff, logf; IEEE division); nothing here is built with fast-math.
+// tanhf, erff, logf; IEEE division); nothing here is built with fast-math. The one exception is
+// exp_shifted_16bit below, used only where the output is f16/bf16 (its error bound is stated).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -59,6 +60,33 @@ template <typename T>
 struct alignas(16) Vec16 {
   T v[kVec<T>];
 };
+
+// exp(x - m) for kernels whose outputs are f16 / bf16 (softmax, cross_entropy_bwd and the
+// cross_entropy loss over 16-bit logits), as ex2.approx.ftz.f32(fma(x, log2e, -ms)) with
+// ms = m * log2e rounded once per row: 2 instructions where expf's range reduction costs 10+.
+// Why: at 2 bytes per element these kernels are issue-bound, not memory-bound: the copy rate
+// leaves about 32 warp instructions per element (132 SMs x 4 issues/clk x 1.98 GHz against
+// ~2e12 elements/s at 4 TB/s), and expf plus the conversions and reductions exceed that.
+// Error: ex2.approx is within 2^-22 relative; fma rounds (x log2e - ms) once, 2^-24 relative to
+// |x - m| log2e, which only matters where exp(x - m) is tiny; log2e as f32 is within 2^-25. ms's
+// own rounding (|m| log2e 2^-24) scales every exp of the row by the same factor, which
+// softmax's normalisation cancels exactly (cross_entropy adds the residual back, see there).
+// All far below half a 16-bit ulp (2^-9 bf16, 2^-12 f16). x = -inf gives 0 (masked columns and
+// fully masked rows: ms is 0 there); NaN stays NaN. ftz: results under 2^-126 become 0, an
+// absolute error below 1.2e-38 (bf16 has subnormals down to 2^-133; f16's start at 2^-24).
+// f32 outputs keep expf (tolerance 64 f32 eps, logits may be large).
+inline constexpr float kLog2e = 1.44269504088896341f;
+
+__device__ __forceinline__ float ex2_approx_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(x - m) given ms = m * kLog2e (the row's pre-scaled shift); see above.
+__device__ __forceinline__ float exp_shifted_16bit(float x, float ms) {
+  return ex2_approx_ftz(fmaf(x, kLog2e, -ms));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Rows. A tensor is a batch of rows (core/tensor.h): element (r, c) is at

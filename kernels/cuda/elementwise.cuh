@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(kRowsWarps * 32)
   }
 }
 
-// "wide" variant of the rows kernel (broadcasts, padded or transposed inputs): segments of
-// 32 * kRowsWideUnroll vectors per warp, every input's vectors loaded raw (unconverted: 4
+// Wide rows kernel (the f32 binary default for broadcasts, padded or transposed inputs):
+// segments of 32 * kRowsWideUnroll vectors per warp, every input's vectors loaded raw (unconverted: 4
 // registers per vector) before any is used or any output stored, so each lane has
 // kRowsWideUnroll 16-byte loads per input in flight (64 bytes, against one 16-byte load per
 // input at a time in elementwise_rows_kernel, whose loads of its second vector cannot move above
@@ -215,12 +215,145 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
   }
 }
 
+// "flat2d" variant of the binary ops (add, sub, mul, div): the output contiguous and viewed as
+// [rows, cols] with cols % kVec == 0, each input either contiguous with the output's shape, a
+// row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column broadcast (one
+// value per row, the values contiguous: b = R x 1). One thread per 16-byte vector of the
+// output, kFlatUnroll vectors per thread, every load issued before any store, as the flat
+// kernel: a full input is its own 16-byte vector i, a row-broadcast input the 16-byte vector
+// (i mod cols / kVec) of its row (16 KB at 8192 f16 columns: L1/L2-resident), a column-broadcast
+// input one scalar at (i / (cols / kVec)). No row segments, no per-row pointer set-up, no
+// conversion before the store, and for 16-bit 32 bytes per input per thread in flight where
+// elementwise_rows_kernel has 16 (measured 2026-11-21: 16-bit b=16384x1 233 us, b=1x8192
+// 201 us, 59-68% of copy, against 191 us for same-shape contiguous inputs). cols % kVec == 0
+// means a vector never crosses a row, so there is no tail; full and row inputs must be 16-byte
+// aligned. Any other layout takes the default path (flat2d_layout returns false).
+enum Flat2dKind : int { kFlat2dFull = 0, kFlat2dRow = 1, kFlat2dColumn = 2 };
+
+template <typename T>
+struct Flat2dArgs {
+  const T* in[2];
+  int kind[2];    // Flat2dKind per input
+  T* out;
+  int64_t nvec;   // output vectors: rows * cols / kVec
+  int64_t rvec;   // vectors per row: cols / kVec
+};
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kFlatThreads) elementwise_flat2d_kernel(Flat2dArgs<T> a, Op op) {
+  constexpr int W = kVec<T>;
+  const int64_t first =
+      static_cast<int64_t>(blockIdx.x) * (kFlatThreads * kFlatUnroll) + threadIdx.x;
+  Vec16<T> in[kFlatUnroll][2];
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const int64_t i = first + u * kFlatThreads;
+    if (i < a.nvec) {
+      int64_t row, vec_in_row;  // 32-bit division when the indices fit (the usual case)
+      if (a.nvec <= static_cast<int64_t>(UINT32_MAX)) {
+        const uint32_t q = static_cast<uint32_t>(i) / static_cast<uint32_t>(a.rvec);
+        row = q;
+        const uint32_t rvec = static_cast<uint32_t>(a.rvec);
+        vec_in_row = static_cast<int64_t>(static_cast<uint32_t>(i) - q * rvec);
+      } else {
+        row = i / a.rvec;
+        vec_in_row = i - row * a.rvec;
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        if (a.kind[k] == kFlat2dFull) {
+          in[u][k] = reinterpret_cast<const Vec16<T>*>(a.in[k])[i];
+        } else if (a.kind[k] == kFlat2dRow) {
+          in[u][k] = reinterpret_cast<const Vec16<T>*>(a.in[k])[vec_in_row];
+        } else {
+          const T v = a.in[k][row];
+#pragma unroll
+          for (int e = 0; e < W; ++e) in[u][k].v[e] = v;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const int64_t i = first + u * kFlatThreads;
+    if (i < a.nvec) {
+      Vec16<T> out;
+#pragma unroll
+      for (int e = 0; e < W; ++e)
+        out.v[e] = from_float<T>(op(to_float(in[u][0].v[e]), to_float(in[u][1].v[e])));
+      reinterpret_cast<Vec16<T>*>(a.out)[i] = out;
+    }
+  }
+}
+
+// The flat2d kind of input `t` (already broadcast to `out`'s shape), or -1 when the kernel
+// cannot take it.
+template <typename T>
+int flat2d_kind(const Tensor& t) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const int nd = t.ndim();
+  if (nd == 0) return -1;
+  if (t.is_contiguous()) return aligned(data_ptr<T>(t)) ? kFlat2dFull : -1;
+  const int last = nd - 1;
+  if (t.strides[last] == 1 || t.shape[last] == 1) {  // row broadcast: outer dims all repeated
+    for (int d = 0; d < last; ++d)
+      if (t.shape[d] > 1 && t.strides[d] != 0) return -1;
+    return aligned(data_ptr<T>(t)) ? kFlat2dRow : -1;
+  }
+  if (t.strides[last] != 0) return -1;
+  int64_t expect = 1;  // column broadcast: outer dims contiguous, one value per row
+  for (int d = last - 1; d >= 0; --d) {
+    if (t.shape[d] > 1 && t.strides[d] != expect) return -1;
+    expect *= t.shape[d];
+  }
+  return kFlat2dColumn;
+}
+
+// Launches elementwise_flat2d_kernel when its preconditions hold; false (nothing launched)
+// otherwise.
+template <typename T, typename Op>
+Result<bool> try_launch_flat2d(const CudaDevice& device, const std::array<Tensor, 2>& in,
+                               const Tensor& out, const Op& op) {
+  constexpr int W = kVec<T>;
+  if (out.ndim() == 0 || !out.is_contiguous() ||
+      reinterpret_cast<uintptr_t>(data_ptr<T>(out)) % 16 != 0)
+    return false;
+  const int64_t cols = out.shape[out.ndim() - 1];
+  if (cols <= 0 || cols % W != 0) return false;
+  Flat2dArgs<T> args;
+  for (int k = 0; k < 2; ++k) {
+    const int kind = flat2d_kind<T>(in[k]);
+    if (kind < 0) return false;
+    args.kind[k] = kind;
+    args.in[k] = data_ptr<T>(in[k]);
+  }
+  args.out = data_ptr<T>(out);
+  args.nvec = out.numel() / W;
+  args.rvec = cols / W;
+  const int64_t blocks = ceil_div(args.nvec, kFlatThreads * kFlatUnroll);
+  if (blocks > INT32_MAX) return false;
+  elementwise_flat2d_kernel<T, Op>
+      <<<static_cast<unsigned>(blocks), kFlatThreads, 0, device.stream()>>>(args, op);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
+// Where the flat kernel does not apply (broadcasts, padded or transposed tensors):
+enum class ElementwisePlan {
+  rows,    // elementwise_rows_kernel (unary ops, lerp; binary variant "rows", the binary
+           // default before 2026-11-21)
+  binary,  // binary default: f32 elementwise_rows_wide_kernel (measured 2026-11-21 as "wide":
+           // 263-285 us against 276-290 for broadcasts), f16/bf16 elementwise_rows_kernel
+           // ("wide" measured slower for 16-bit, e.g. div 257 us against 220)
+  flat2d,  // elementwise_flat2d_kernel when its layout allows (binary ops), else as binary
+};
+
 // Launches the op on tensors that already have the output's shape (broadcast views allowed).
-// `wide`: the "wide" variant's rows kernel instead of elementwise_rows_kernel (the flat kernel
-// is the same for both).
+// `plan`: which kernel takes what the flat kernel does not (same flat kernel for every plan).
 template <typename T, int N, typename Op>
 Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>& in,
-                          const Tensor& out, const Op& op, bool wide = false) {
+                          const Tensor& out, const Op& op,
+                          ElementwisePlan plan = ElementwisePlan::rows) {
   const int64_t n = out.numel();
   if (n == 0) return Status::ok();
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -238,6 +371,14 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }
+  if constexpr (N == 2) {
+    if (plan == ElementwisePlan::flat2d) {
+      auto launched = try_launch_flat2d<T, Op>(device, in, out, op);
+      if (!launched) return launched.status();
+      if (*launched) return Status::ok();
+    }
+  }
+  const bool wide = plan != ElementwisePlan::rows && sizeof(T) == 4;
   RowsArgs<T, N> args;
   for (int k = 0; k < N; ++k) {
     auto view = make_row_view<T>(in[k]);
@@ -271,7 +412,7 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
 // the problem's dtype. `names` are the inputs' names for error messages.
 template <int N, typename Op>
 Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, const Op& op,
-                       bool wide = false) {
+                       ElementwisePlan plan = ElementwisePlan::rows) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   if (call.inputs.size() != N || call.outputs.size() != 1)
@@ -288,7 +429,7 @@ Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, co
   }
   return dispatch_float(call.problem.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    return launch_elementwise<T, N, Op>(**device, in, out, op, wide);
+    return launch_elementwise<T, N, Op>(**device, in, out, op, plan);
   });
 }
 
@@ -299,14 +440,14 @@ bool register_unary(const char* op_name, Op op) {
                        [op](OpCall& call) { return run_elementwise<1>(call, {"x"}, op); });
 }
 
-// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape; variant
-// "wide" uses elementwise_rows_wide_kernel where the flat kernel does not apply.
+// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape, placed by
+// `plan` where the flat kernel does not apply (ElementwisePlan::binary for the "" variant).
 template <typename Op>
-bool register_binary(const char* op_name, Op op, const char* variant = "") {
-  const bool wide = std::string(variant) == "wide";
+bool register_binary(const char* op_name, Op op, const char* variant = "",
+                     ElementwisePlan plan = ElementwisePlan::binary) {
   return register_cuda(op_name, variant, {DType::f32, DType::f16, DType::bf16},
-                       [op, wide](OpCall& call) {
-                         return run_elementwise<2>(call, {"a", "b"}, op, wide);
+                       [op, plan](OpCall& call) {
+                         return run_elementwise<2>(call, {"a", "b"}, op, plan);
                        });
 }
 

@@ -1,9 +1,10 @@
 // CUDA layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance,
 // eps default 1e-5 (F.layer_norm(x, (N,), w, b, eps)).
-// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows up to 16K columns in registers,
-// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory;
-// "packed" holds rows of 1025..8192 columns as raw dtype vectors, more rows per SM (awaiting
-// measurement, docs/cuda.md), other lengths as "".
+// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows of 1025..8192 columns as raw
+// dtype vectors, 3 (f32) or 4 (16-bit) rows per SM (promoted from "packed" after the H200 run of
+// 2026-11-21), other lengths as "regs"; "regs" (the previous default) holds rows up to 16K
+// columns in registers as f32, longer ones in shared memory; "smem" holds every row over 1024
+// columns in shared memory. "" and "regs" agree bit for bit where both hold 32 columns per thread.
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -27,8 +28,8 @@ bool register_layernorm(const char* variant, NormPlan plan) {
 }
 
 DNNB_REGISTER(register_layernorm("", NormPlan::best));
+DNNB_REGISTER(register_layernorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));
-DNNB_REGISTER(register_layernorm("packed", NormPlan::packed));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -1,10 +1,11 @@
 // CUDA rmsnorm over the last dim, eps default 1e-6:
 //   form=torch (default): y = x / sqrt(mean(x^2) + eps) * w        (F.rms_norm)
 //   form=gemma:           y = x / sqrt(mean(x^2) + eps) * (1 + w)  (Gemma RMSNorm, all in f32)
-// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows up to 16K columns in registers,
-// longer ones in shared memory; "smem" holds every row over 1024 columns in shared memory;
-// "packed" holds rows of 1025..8192 columns as raw dtype vectors, more rows per SM (awaiting
-// measurement, docs/cuda.md), other lengths as "".
+// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows of 1025..8192 columns as raw
+// dtype vectors, 3 (f32) or 4 (16-bit) rows per SM (promoted from "packed" after the H200 run of
+// 2026-11-21), other lengths as "regs"; "regs" (the previous default) holds rows up to 16K
+// columns in registers as f32, longer ones in shared memory; "smem" holds every row over 1024
+// columns in shared memory. "" and "regs" agree bit for bit where both hold 32 columns per thread.
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -42,8 +43,8 @@ bool register_rmsnorm(const char* variant, NormPlan plan) {
 }
 
 DNNB_REGISTER(register_rmsnorm("", NormPlan::best));
+DNNB_REGISTER(register_rmsnorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_rmsnorm("smem", NormPlan::smem));
-DNNB_REGISTER(register_rmsnorm("packed", NormPlan::packed));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

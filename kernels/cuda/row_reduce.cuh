@@ -6,7 +6,10 @@
 //   combine    associative, commutative, f32
 //   finish(acc, cols)  final value (mean divides, norm2 takes the square root)
 //
-// One kernel covers three launch shapes, chosen by the row length:
+// The default for f16/bf16 with many rows of more than 1024 columns is row_reduce_warp_kernel
+// (a warp per row, measured 2026-11-21 as variant "warp": 88 us against 102 at 16384 x 8192);
+// f32 keeps row_reduce_kernel (123 us, 111% of copy, against 126 for the warp kernel).
+// row_reduce_kernel covers three launch shapes, chosen by the row length:
 //  - warp per row (cols <= 1024): 8 rows per 256-thread block, no shared memory or barrier.
 //  - block per row: 64..512 threads stream the row with kUnroll 16-byte loads in flight each.
 //  - split rows (few long rows, e.g. a 1-D input): `splits` blocks per row each reduce one chunk
@@ -73,20 +76,24 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
   }
 }
 
-// "warp" variant (many rows of more than 1024 columns): one warp per row for any row length,
-// each lane keeping kReduceWarpUnroll raw 16-byte vectors in flight (64 bytes; 2 KB per warp,
-// 64 KB per SM at the launch bound's 4 blocks = 32 warps)
-// and looping along the row: the loads stream without block barriers or block launches between
+// Warp per row (many rows of more than 1024 columns; the f16/bf16 default): one warp per row
+// for any row length, each lane keeping U raw 16-byte vectors in flight (U = 4: 64 bytes, 2 KB
+// per warp, 64 KB per SM at the launch bound's 4 blocks = 32 warps; U = 8, variant "warp8":
+// 4 KB per warp, 128 KB per SM, as 16-bit rows at U = 4 reach 77% of copy and more bytes in
+// flight per SM is what a read stream needs to approach the 4.54 TB/s read-only rate; the 8
+// raw vectors are 32 registers, within the bound's 64) and looping along the row: the loads
+// stream without block barriers or block launches between
 // rows, and raw vectors (converted at use) cost 4 registers each instead of 8 for 16-bit types.
 // The per-lane order is fixed, then a butterfly: deterministic, though its sums differ from the
 // block kernel's in the last bits (another order).
 inline constexpr int kReduceWarpUnroll = 4;
 inline constexpr int kReduceWarpBlock = 256;
 
-template <typename T, typename R>
+inline constexpr int kReduceWarp8Unroll = 8;
+
+template <typename T, typename R, int U>
 __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(ReduceArgs<T> a, R red) {
   constexpr int W = kVec<T>;
-  constexpr int U = kReduceWarpUnroll;
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (kReduceWarpBlock / 32) + (threadIdx.x >> 5);
   if (row >= a.rows) return;  // whole warps: no shuffle is left waiting
@@ -94,14 +101,35 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
   const float pad_value = red.pad();
   float acc = red.identity();
   constexpr int64_t kStep = 32 * W;
-  for (int64_t c = static_cast<int64_t>(lane) * W; c < a.cols; c += kStep * U) {
-    Vec16<T> v[U];
+  int64_t c = static_cast<int64_t>(lane) * W;
+  // U > 4 (warp8): whole iterations of a vectorizable row (every lane's U vectors inside the
+  // row, a warp-uniform test) load without per-vector or per-element checks, which keeps the
+  // 8 raw vectors within the launch bound's 64 registers; the rest of the row (less than one
+  // iteration) takes the checked loop below 2 vectors at a time. Each lane still visits its
+  // vectors in column order, so the result equals U = 4's bit for bit.
+  constexpr int UC = U > 4 ? 2 : U;  // vectors per checked iteration
+  if constexpr (U > 4) {
+    if (a.x.vec) {
+      const Vec16<T>* xv = reinterpret_cast<const Vec16<T>*>(xr);  // vec: 16-byte aligned rows
+      for (; c - lane * W + kStep * U <= a.cols; c += kStep * U) {
+        Vec16<T> v[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u) v[u] = xv[(c + u * kStep) / W];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(to_float(v[u].v[k])));
+      }
+    }
+  }
+  for (; c < a.cols; c += kStep * UC) {
+    Vec16<T> v[UC];
+#pragma unroll
+    for (int u = 0; u < UC; ++u)
       if (c + u * kStep < a.cols)
         load_raw_vec<T, int64_t>(v[u], xr, a.x.ri.col_stride, a.x.vec, c + u * kStep, a.cols);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
+    for (int u = 0; u < UC; ++u) {
       const int64_t left = a.cols - (c + u * kStep);  // columns from this vector on
 #pragma unroll
       for (int k = 0; k < W; ++k)
@@ -125,8 +153,11 @@ __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a
 
 // How rows are placed (the reduction variants).
 enum class RowReducePlan {
-  best,  // warp per row up to 1024 columns, block per row, or split rows
-  warp,  // row_reduce_warp_kernel when there are rows for >= 32 warps per SM, else as best
+  best,   // the default: f16/bf16 row_reduce_warp_kernel<U = 4> when there are rows for >= 32
+          // warps per SM and more than 1024 columns, else (and f32 always) as block
+  block,  // warp per row up to 1024 columns, block per row, or split rows (the default before
+          // 2026-11-21; f32's default still)
+  warp8,  // row_reduce_warp_kernel<U = 8> where best takes the warp kernel, for every dtype
 };
 
 template <typename T, typename R>
@@ -146,12 +177,19 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
                              " is not a contiguous tensor of " + std::to_string(a.rows) + " rows");
   a.splits = 1;
   a.chunk = round_up(std::max<int64_t>(a.cols, 1), W);
-  if (plan == RowReducePlan::warp && a.cols > 1024 && a.rows >= 32LL * device.sm_count()) {
+  const bool warp_rows = a.cols > 1024 && a.rows >= 32LL * device.sm_count();
+  const bool warp_plan =
+      (plan == RowReducePlan::best && sizeof(T) == 2) || plan == RowReducePlan::warp8;
+  if (warp_rows && warp_plan) {
     a.group = 32;
     const int64_t warp_grid = ceil_div(a.rows, kReduceWarpBlock / 32);
     if (warp_grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
-    row_reduce_warp_kernel<T, R>
-        <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
+    if (plan == RowReducePlan::warp8)
+      row_reduce_warp_kernel<T, R, kReduceWarp8Unroll>
+          <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
+    else
+      row_reduce_warp_kernel<T, R, kReduceWarpUnroll>
+          <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }

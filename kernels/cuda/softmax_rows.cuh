@@ -10,7 +10,8 @@
 //  - registers (cols <= 16384): the row is read once into registers (EPT floats per thread: 8
 //    or 32, 16-byte loads), then max, exp and sum run on registers and the row is written once.
 //    Bytes: x (+ mask) read once, y written once: the minimum. Launch shape: register_rows_launch
-//    (cuda_common.cuh). Expected ~85-90% of copy bandwidth at 8192 cols.
+//    (cuda_common.cuh). Rows of 1025..8192 columns take softmax_regs_occ_kernel in the default
+//    plan (3 rows per SM; f16/bf16 with the 2-instruction exp): see SoftmaxPlan.
 //  - long (cols > 16384; above 1024 for the "smem" variant; always for "two_pass"): one block
 //    per row of about cols / 64 threads (32 to 512): rows up to 8K columns take 128 threads, so
 //    several rows share an SM and their load, reduce and write phases overlap; long rows take
@@ -105,10 +106,11 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
 }
 
 // Register-resident rows: EPT elements per thread, `group` threads per row. The body is shared
-// by softmax_regs_kernel (the default) and softmax_regs_occ_kernel (the "occ" variant), which
-// differ only in their launch bounds.
-template <typename T, int EPT>
+// by softmax_regs_kernel and softmax_regs_occ_kernel, which differ in their launch bounds and
+// in kFastExp: exp_shifted_16bit (cuda_common.cuh) instead of expf, only ever for f16/bf16.
+template <typename T, int EPT, bool kFastExp = false>
 __device__ __forceinline__ void softmax_regs_rows(const SoftmaxArgs<T>& a) {
+  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit outputs only");
   constexpr int W = kVec<T>;
   constexpr int VPT = EPT / W;
   __shared__ float scratch[2][32];
@@ -133,12 +135,16 @@ __device__ __forceinline__ void softmax_regs_rows(const SoftmaxArgs<T>& a) {
   m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
   const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
 
+  const float shift_log2e = shift * kLog2e;  // kFastExp: one rounding shared by the row
   float s = 0.f;
 #pragma unroll
   for (int j = 0; j < VPT; ++j)
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      z[j][k] = expf(z[j][k] - shift);
+      if constexpr (kFastExp)
+        z[j][k] = exp_shifted_16bit(z[j][k], shift_log2e);
+      else
+        z[j][k] = expf(z[j][k] - shift);
       s += z[j][k];
     }
   s = group_reduce(s, SumOp{}, 0.f, group, scratch[1]);
@@ -160,18 +166,20 @@ __global__ void __launch_bounds__(kRegisterRowsMaxThreads<EPT>, 1)
   softmax_regs_rows<T, EPT>(a);
 }
 
-// "occ" variant (rows of 1025..8192 columns, 32 per thread, a block of <= 256 threads per row):
-// the launch bound asks for 3 blocks per SM (<= 80 registers) where softmax_regs_kernel gets 2
-// (95 / 123 registers at 256 threads), so loads of some rows overlap the reductions, exps and
-// writes of others.
+// The default for rows of 1025..8192 columns (32 per thread, a block of <= 256 threads per row;
+// measured 2026-11-21 as the "occ" variant: f32 438 us against 550, bf16 292 against 384 at
+// 16384 x 8192): the launch bound asks for 3 blocks per SM (<= 80 registers) where
+// softmax_regs_kernel gets 2 (95 / 123 registers at 256 threads), so loads of some rows overlap
+// the reductions, exps and writes of others. kFastExp (f16/bf16 in the default plan): the
+// 2-instruction exp, since 16-bit rows are issue-bound (cuda_common.cuh, exp_shifted_16bit).
 inline constexpr int kSoftmaxOccThreads = 256;
 inline constexpr int kSoftmaxOccMinBlocks = 3;  // <= 80 registers; 4 (64) spills 60-100 bytes
 inline constexpr int64_t kSoftmaxOccMaxCols = kSoftmaxOccThreads * 32;
 
-template <typename T>
+template <typename T, bool kFastExp>
 __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
     softmax_regs_occ_kernel(SoftmaxArgs<T> a) {
-  softmax_regs_rows<T, 32>(a);
+  softmax_regs_rows<T, 32, kFastExp>(a);
 }
 
 enum SoftmaxPhase : int {
@@ -279,10 +287,13 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads, 1)
 
 // How a launcher places rows (the softmax variants).
 enum class SoftmaxPlan {
-  best,      // registers up to kMaxRegisterCols, then the long kernel with the z cache
+  best,      // the default ("" variant): softmax_regs_occ_kernel for 1025..8192 columns with the
+             // approximate exp for f16/bf16 (expf for f32), else as reg2
+  occ_expf,  // as best with expf for every dtype (the previous 16-bit numerics)
+  reg2,      // registers up to kMaxRegisterCols (2 rows per SM at 8192 columns), then the long
+             // kernel with the z cache: the default before 2026-11-21
   smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
   two_pass,  // the long kernel without the cache at every size: x read twice
-  occ,       // softmax_regs_occ_kernel for 1025..8192 columns, else as best
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -291,11 +302,22 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   const int64_t want_blocks = 2LL * device.sm_count();
-  if (plan == SoftmaxPlan::occ && a.cols > 32 * 32 && a.cols <= kSoftmaxOccMaxCols) {
+  if ((plan == SoftmaxPlan::best || plan == SoftmaxPlan::occ_expf) && a.cols > 32 * 32 &&
+      a.cols <= kSoftmaxOccMaxCols) {
     if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
     const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
     a.group = block;
-    softmax_regs_occ_kernel<T><<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+    if constexpr (sizeof(T) == 2) {
+      if (plan == SoftmaxPlan::best)
+        softmax_regs_occ_kernel<T, true>
+            <<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+      else
+        softmax_regs_occ_kernel<T, false>
+            <<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+    } else {  // f32: expf in both plans
+      softmax_regs_occ_kernel<T, false>
+          <<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
+    }
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }
