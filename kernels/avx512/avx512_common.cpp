@@ -1,5 +1,7 @@
 #include "kernels/avx512/avx512_common.h"
 
+#include <cstdlib>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -80,8 +82,45 @@ int max_threads() {
 
 void parallel_tasks(int64_t tasks, int64_t total_elements, const std::function<void(int64_t)>& f) {
   const bool parallel = tasks > 1 && total_elements >= kMinParallelElements && max_threads() > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < tasks; ++t) f(t);
+  if (!parallel) {
+    for (int64_t t = 0; t < tasks; ++t) f(t);
+    _mm_sfence();
+    return;
+  }
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (int64_t t = 0; t < tasks; ++t) f(t);
+    _mm_sfence();  // this thread's non-temporal stores, before the region's closing barrier
+  }
+}
+
+namespace {
+int64_t last_level_cache_bytes() {
+  long long llc = 0;
+  int level = 0;
+  for (const CpuCache& c : cpu_description().caches) {
+    if (c.type == "instruction") continue;
+    if (c.level > level || (c.level == level && c.size_bytes > llc)) {
+      level = c.level;
+      llc = c.size_bytes;
+    }
+  }
+  return llc > 0 ? llc : 32ll << 20;
+}
+
+// DNNB_AVX512_STREAM_MIN_BYTES overrides the threshold (0: always stream), so that
+// `check` can exercise the non-temporal path on its small cases.
+int64_t stream_threshold() {
+  if (const char* env = std::getenv("DNNB_AVX512_STREAM_MIN_BYTES"); env != nullptr && *env != '\0')
+    return std::strtoll(env, nullptr, 10);
+  return last_level_cache_bytes();
+}
+}  // namespace
+
+bool stream_output(int64_t bytes) {
+  static const int64_t threshold = stream_threshold();
+  return bytes >= threshold;
 }
 
 RowChunks plan_row_chunks(int64_t rows, int64_t cols) {

@@ -29,6 +29,8 @@
 
 #define DNNB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
 #define DNNB_AVX512_INLINE DNNB_AVX512 inline __attribute__((always_inline))
+// For lambdas that touch 512-bit registers: `[&](int64_t i) DNNB_AVX512_LAMBDA { ... }`.
+#define DNNB_AVX512_LAMBDA __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c"), always_inline))
 
 namespace dnnb::avx512 {
 
@@ -51,6 +53,11 @@ struct F32 {
   DNNB_AVX512_INLINE static __m512 load(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
   DNNB_AVX512_INLINE static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
   DNNB_AVX512_INLINE static void store(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+  // 32 elements to a 64-byte aligned p, bypassing the caches (two lines).
+  DNNB_AVX512_INLINE static void stream2(float* p, __m512 v0, __m512 v1) {
+    _mm512_stream_ps(p, v0);
+    _mm512_stream_ps(p + 16, v1);
+  }
   static float to_float(float v) { return v; }
   static float from_float(float v) { return v; }
 };
@@ -73,6 +80,10 @@ struct F16 {
   }
   DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v, __mmask16 m) {
     _mm256_mask_storeu_epi16(p, m, encode(v));
+  }
+  DNNB_AVX512_INLINE static void stream2(uint16_t* p, __m512 v0, __m512 v1) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p),
+                        _mm512_inserti64x4(_mm512_castsi256_si512(encode(v0)), encode(v1), 1));
   }
   static float to_float(uint16_t v) { return f16_to_f32(v); }
   static uint16_t from_float(float v) { return f32_to_f16(v); }
@@ -118,6 +129,10 @@ struct BF16 {
   DNNB_AVX512_INLINE static void store(uint16_t* p, __m512 v, __mmask16 m) {
     _mm256_mask_storeu_epi16(p, m, encode(v));
   }
+  DNNB_AVX512_INLINE static void stream2(uint16_t* p, __m512 v0, __m512 v1) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p),
+                        _mm512_inserti64x4(_mm512_castsi256_si512(encode(v0)), encode(v1), 1));
+  }
   static float to_float(uint16_t v) { return bf16_to_f32(v); }
   static uint16_t from_float(float v) { return f32_to_bf16(v); }
 };
@@ -130,6 +145,47 @@ Status with_format(DType dtype, F&& f) {
     case DType::f16: return f(F16{});
     case DType::bf16: return f(BF16{});
     default: return Status::unsupported(std::string("avx512: no kernel for dtype ") + dtype_name(dtype));
+  }
+}
+
+// ---- Writing a span: regular or non-temporal stores -----------------------------------
+
+// True when an output of `bytes` should be written with non-temporal stores: it is at least
+// as large as the last-level cache, so regular stores would each cost a read-for-ownership
+// of a line that is evicted before it is read again. Smaller outputs stay in the cache for
+// their consumer. (LLC size from cpu_description(), 32 MiB when unknown.)
+bool stream_output(int64_t bytes);
+
+// Writes y[0, n) = gen(i, m) for i = 0, 16, 32, ..., where gen returns the 16 values of
+// columns [i, i + 16) (lanes outside mask m are ignored). Regular stores when !stream;
+// otherwise masked regular stores up to the first 64-byte boundary, 64-byte non-temporal
+// stores (32 elements per step) after it, and a masked tail: every element is written once
+// and nothing outside y[0, n). The caller fences (parallel_tasks ends each thread with
+// SFENCE). Each 16-column group is generated exactly once, in increasing order.
+template <class Fmt, class Gen>
+DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, bool stream, const Gen& gen) {
+  using T = typename Fmt::storage;
+  int64_t i = 0;
+  if (stream && reinterpret_cast<uintptr_t>(y) % sizeof(T) == 0) {
+    const int64_t misaligned = static_cast<int64_t>((reinterpret_cast<uintptr_t>(y) % 64) / sizeof(T));
+    int64_t head = misaligned == 0 ? 0 : static_cast<int64_t>(64 / sizeof(T)) - misaligned;
+    head = std::min(head, n);
+    for (; i < head; i += 16) {
+      const int64_t k = std::min<int64_t>(16, head - i);
+      const __mmask16 m = tail_mask(k);
+      Fmt::store(y + i, gen(i, m), m);
+    }
+    i = head;
+    for (; i + 32 <= n; i += 32) {
+      const __m512 v0 = gen(i, 0xffff);
+      const __m512 v1 = gen(i + 16, 0xffff);
+      Fmt::stream2(y + i, v0, v1);
+    }
+  }
+  for (; i + 16 <= n; i += 16) Fmt::store(y + i, gen(i, 0xffff));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    Fmt::store(y + i, gen(i, m), m);
   }
 }
 
@@ -200,6 +256,8 @@ constexpr int64_t kMinParallelElements = 32 * 1024;
 
 int max_threads();
 // f(task) for task in [0, tasks), over OpenMP threads when total_elements is large enough.
+// Contiguous blocks of tasks per thread (schedule static); every thread ends with SFENCE so
+// that non-temporal stores (write_span_values) are ordered before the join.
 void parallel_tasks(int64_t tasks, int64_t total_elements, const std::function<void(int64_t)>& f);
 
 // How a row-wise kernel cuts rows x cols into tasks: whole rows when there are enough rows

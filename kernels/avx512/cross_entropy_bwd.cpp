@@ -1,6 +1,8 @@
 // cross_entropy_bwd: dlogits = (softmax(row) - onehot(target)) / kept for kept rows, 0 for
-// ignored rows (the gradient of the mean loss with grad 1). Per row: online statistics,
-// then one write pass; the target column is rewritten with p - 1 afterwards.
+// ignored rows (the gradient of the mean loss with grad 1). Whole rows per thread: the row's
+// max, then e^(x - max) and its sum kept in an f32 scratch row, then one write pass in which
+// the target column gets p - 1. Rows cut into column chunks: online statistics, merged,
+// then a write pass recomputing e^(x - max).
 #include "kernels/avx512/cross_entropy_rows.h"
 
 namespace dnnb::avx512 {
@@ -9,26 +11,35 @@ namespace {
 // Columns [c0, c0 + n) of a kept row; `target` is relative to c0 (outside [0, n): not here).
 template <class Fmt>
 DNNB_AVX512 void gradient_write(const typename Fmt::storage* x, int64_t n, int64_t target,
-                                const OnlineSoftmax& row, float inv_kept, typename Fmt::storage* dx) {
+                                const OnlineSoftmax& row, float inv_kept, typename Fmt::storage* dx,
+                                bool stream) {
   const __m512 shift = _mm512_set1_ps(row.max);
   const __m512 inv_sum = _mm512_set1_ps(1.0f / row.sum), scale = _mm512_set1_ps(inv_kept);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 p = _mm512_mul_ps(exp_ps(_mm512_sub_ps(Fmt::load(x + i), shift)), inv_sum);
-    Fmt::store(dx + i, _mm512_mul_ps(p, scale));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    const __m512 p = _mm512_mul_ps(exp_ps(_mm512_sub_ps(Fmt::load(x + i, m), shift)), inv_sum);
-    Fmt::store(dx + i, _mm512_mul_ps(p, scale), m);
-  }
-  if (target >= 0 && target < n) {
-    // The same vector arithmetic on one lane, so p matches the other columns' rounding.
-    const __m512 v = _mm512_set1_ps(Fmt::to_float(x[target]));
-    const __m512 p = _mm512_mul_ps(exp_ps(_mm512_sub_ps(v, shift)), inv_sum);
-    const float g = (_mm512_cvtss_f32(p) - 1.0f) * inv_kept;
-    dx[target] = Fmt::from_float(g);
-  }
+  const __m512 one = _mm512_set1_ps(1.0f);
+  write_span_values<Fmt>(dx, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    const __m512 v = m == 0xffff ? Fmt::load(x + i) : Fmt::load(x + i, m);
+    __m512 p = _mm512_mul_ps(exp_ps(_mm512_sub_ps(v, shift)), inv_sum);
+    // The target column gets p - 1, computed in its lane with the same rounding as p.
+    const uint64_t lane = static_cast<uint64_t>(target - i);
+    if (lane < 16) p = _mm512_mask_sub_ps(p, static_cast<__mmask16>(1u << lane), p, one);
+    return _mm512_mul_ps(p, scale);
+  });
+}
+
+// A whole kept row: e = e^(x - max) once per element into the f32 scratch row z (exp_row),
+// then dx = (e / sum - onehot) / kept.
+template <class Fmt>
+DNNB_AVX512 void gradient_row(const typename Fmt::storage* x, int64_t n, int64_t target, float inv_kept,
+                              float* z, typename Fmt::storage* dx, bool stream) {
+  const OnlineSoftmax row = exp_row(n, PlainLogits<Fmt>{x}, z, false);
+  const __m512 inv_sum = _mm512_set1_ps(1.0f / row.sum), scale = _mm512_set1_ps(inv_kept);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  write_span_values<Fmt>(dx, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    __m512 p = _mm512_mul_ps(m == 0xffff ? _mm512_loadu_ps(z + i) : _mm512_maskz_loadu_ps(m, z + i), inv_sum);
+    const uint64_t lane = static_cast<uint64_t>(target - i);
+    if (lane < 16) p = _mm512_mask_sub_ps(p, static_cast<__mmask16>(1u << lane), p, one);
+    return _mm512_mul_ps(p, scale);
+  });
 }
 
 template <class Fmt>
@@ -42,6 +53,24 @@ Status run_cross_entropy_bwd(OpCall& call) {
   auto targets = read_targets(call, rows, x->cols());
   if (!targets) return targets.status();
   const float inv_kept = targets->kept == 0 ? 0.0f : 1.0f / static_cast<float>(targets->kept);
+  const bool stream =
+      dx->col_stride() == 1 && stream_output(dx->rows() * dx->cols() * static_cast<int64_t>(sizeof(T)));
+  const int64_t cols = x->cols();
+  if (plan_row_chunks(rows, cols).chunks == 1) {
+    // Whole rows per task: one exponential per element (gradient_row).
+    parallel_tasks(rows, rows * std::max<int64_t>(cols, 1), [&](int64_t r) {
+      T* dst = write_span<T>(*dx, r, 0, cols, 2);
+      if (targets->ignored(r)) {
+        std::fill(dst, dst + cols, T{});
+      } else {
+        gradient_row<Fmt>(read_span<T>(*x, r, 0, cols, 0), cols, targets->target[r], inv_kept,
+                          scratch<float>(3, cols), dst, stream);
+      }
+      commit_span(*dx, r, 0, cols, dst);
+    });
+    return Status::ok();
+  }
+  // Rows cut into column chunks: online statistics per chunk, merged, then a write pass.
   for_each_row<OnlineSoftmax>(
       rows, x->cols(),
       [&](int64_t r, int64_t c0, int64_t n) {
@@ -54,7 +83,7 @@ Status run_cross_entropy_bwd(OpCall& call) {
         if (targets->ignored(r)) {
           std::fill(dst, dst + n, T{});
         } else {
-          gradient_write<Fmt>(read_span<T>(*x, r, c0, n, 0), n, targets->target[r] - c0, row, inv_kept, dst);
+          gradient_write<Fmt>(read_span<T>(*x, r, c0, n, 0), n, targets->target[r] - c0, row, inv_kept, dst, stream);
         }
         commit_span(*dx, r, c0, n, dst);
       });

@@ -80,7 +80,7 @@ constexpr int64_t kTile = 8192;
 // One tile: columns [c0, c0 + n) of row r. Scratch slots: inputs 0..N-1, output 3.
 template <class Fmt, class Op, int N>
 DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, int64_t r, int64_t c0,
-                                  int64_t n) {
+                                  int64_t n, bool stream) {
   static_assert(N <= 3, "scratch slots 0..2 are for inputs, 3 for the output");
   using T = typename Fmt::storage;
   const T* src[N];
@@ -96,17 +96,15 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
     }
   }
   T* dst = write_span<T>(plan.out, r, c0, n, 3);
-  __m512 v[N];
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i);
-    Fmt::store(dst + i, op(v));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i, m);
-    Fmt::store(dst + i, op(v), m);
-  }
+  write_span_values<Fmt>(dst, n, stream && plan.out.col_stride() == 1, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    __m512 v[N];
+    if (m == 0xffff) {
+      for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i);
+    } else {
+      for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i, m);
+    }
+    return op(v);
+  });
   commit_span(plan.out, r, c0, n, dst);
 }
 
@@ -115,9 +113,10 @@ Status run_elementwise(const ElementwisePlan<N>& plan, const Op& op) {
   const int64_t rows = plan.out.rows(), cols = plan.out.cols();
   if (rows * cols == 0) return Status::ok();
   const int64_t tiles_per_row = (cols + kTile - 1) / kTile;
+  const bool stream = stream_output(rows * cols * static_cast<int64_t>(sizeof(typename Fmt::storage)));
   parallel_tasks(rows * tiles_per_row, rows * cols, [&](int64_t task) {
     const int64_t r = task / tiles_per_row, c0 = (task % tiles_per_row) * kTile;
-    elementwise_tile<Fmt, Op, N>(plan, op, r, c0, std::min(kTile, cols - c0));
+    elementwise_tile<Fmt, Op, N>(plan, op, r, c0, std::min(kTile, cols - c0), stream);
   });
   return Status::ok();
 }

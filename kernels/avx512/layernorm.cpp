@@ -11,18 +11,16 @@ namespace {
 template <class Fmt>
 DNNB_AVX512 void layernorm_write(const typename Fmt::storage* x, const typename Fmt::storage* w,
                                  const typename Fmt::storage* b, int64_t n, float mean, float rstd,
-                                 typename Fmt::storage* y) {
+                                 typename Fmt::storage* y, bool stream) {
   const __m512 vmean = _mm512_set1_ps(mean), vrstd = _mm512_set1_ps(rstd);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 normalised = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i), vmean), vrstd);
-    Fmt::store(y + i, _mm512_fmadd_ps(normalised, Fmt::load(w + i), Fmt::load(b + i)));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
+  write_span_values<Fmt>(y, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    if (m == 0xffff) {
+      const __m512 normalised = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i), vmean), vrstd);
+      return _mm512_fmadd_ps(normalised, Fmt::load(w + i), Fmt::load(b + i));
+    }
     const __m512 normalised = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i, m), vmean), vrstd);
-    Fmt::store(y + i, _mm512_fmadd_ps(normalised, Fmt::load(w + i, m), Fmt::load(b + i, m)), m);
-  }
+    return _mm512_fmadd_ps(normalised, Fmt::load(w + i, m), Fmt::load(b + i, m));
+  });
 }
 
 template <class Fmt>
@@ -41,6 +39,7 @@ Status run_layernorm(OpCall& call) {
   auto b = contiguous_vector<T>(call.inputs.at(2), b_copy);
   if (!b) return b.status();
   const int64_t cols = x->cols();
+  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
   for_each_row<MeanM2>(
       x->rows(), cols,
       [&](int64_t r, int64_t c0, int64_t n) { return mean_m2_span<Fmt>(read_span<T>(*x, r, c0, n, 0), n); },
@@ -49,7 +48,7 @@ Status run_layernorm(OpCall& call) {
         const float var = row.m2 / static_cast<float>(cols);
         const float rstd = 1.0f / std::sqrt(var + epsilon);
         T* dst = write_span<T>(*y, r, c0, n, 2);
-        layernorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, *b + c0, n, row.mean, rstd, dst);
+        layernorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, *b + c0, n, row.mean, rstd, dst, stream);
         commit_span(*y, r, c0, n, dst);
       });
   return Status::ok();

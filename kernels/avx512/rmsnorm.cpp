@@ -9,18 +9,16 @@ namespace {
 
 template <class Fmt>
 DNNB_AVX512 void rmsnorm_write(const typename Fmt::storage* x, const typename Fmt::storage* w, int64_t n,
-                               float rstd, float weight_offset, typename Fmt::storage* y) {
+                               float rstd, float weight_offset, typename Fmt::storage* y, bool stream) {
   const __m512 vrstd = _mm512_set1_ps(rstd), offset = _mm512_set1_ps(weight_offset);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 scale = _mm512_add_ps(Fmt::load(w + i), offset);
-    Fmt::store(y + i, _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i), vrstd), scale));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
+  write_span_values<Fmt>(y, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    if (m == 0xffff) {
+      const __m512 scale = _mm512_add_ps(Fmt::load(w + i), offset);
+      return _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i), vrstd), scale);
+    }
     const __m512 scale = _mm512_add_ps(Fmt::load(w + i, m), offset);
-    Fmt::store(y + i, _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i, m), vrstd), scale), m);
-  }
+    return _mm512_mul_ps(_mm512_mul_ps(Fmt::load(x + i, m), vrstd), scale);
+  });
 }
 
 template <class Fmt>
@@ -41,6 +39,7 @@ Status run_rmsnorm(OpCall& call) {
   auto w = contiguous_vector<T>(call.inputs.at(1), w_copy);
   if (!w) return w.status();
   const int64_t cols = x->cols();
+  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
   for_each_row<float>(
       x->rows(), cols,
       [&](int64_t r, int64_t c0, int64_t n) {
@@ -50,7 +49,7 @@ Status run_rmsnorm(OpCall& call) {
       [&](int64_t r, int64_t c0, int64_t n, float sum_squares) {
         const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + epsilon);
         T* dst = write_span<T>(*y, r, c0, n, 2);
-        rmsnorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, n, rstd, weight_offset, dst);
+        rmsnorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, n, rstd, weight_offset, dst, stream);
         commit_span(*y, r, c0, n, dst);
       });
   return Status::ok();

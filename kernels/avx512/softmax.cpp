@@ -1,6 +1,8 @@
 // softmax over the last dim: t = softcap > 0 ? c tanh(x/c) : x; z = scale t + mask;
-// y = e^(z - max z) / sum. Two passes over each row: online statistics (softmax_row.h),
-// then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
+// y = e^(z - max z) / sum. Whole rows per thread: z and its max, then e^(z - max) and its
+// sum kept in an f32 scratch row (in cache), then y = e / sum: one exponential per element.
+// Rows cut into column chunks (fewer rows than threads): online statistics per chunk
+// (softmax_row.h), merged in column order, then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
 // SDPA does). The mask is broadcast to x's shape (stride-0 rows/cols gathered per span).
 #include "kernels/avx512/softmax_row.h"
 
@@ -36,17 +38,27 @@ DNNB_AVX512 OnlineSoftmax softmax_stats(const SoftmaxLogits<Fmt>& logits, int64_
 
 template <class Fmt>
 DNNB_AVX512 void softmax_write(const SoftmaxLogits<Fmt>& logits, int64_t n, const OnlineSoftmax& row,
-                               typename Fmt::storage* y) {
+                               typename Fmt::storage* y, bool stream) {
   // All -inf: sum is 0, and y = e^(-inf - 0) * 0 = 0.
   const bool empty = row.sum == 0;
   const __m512 shift = _mm512_set1_ps(empty ? 0.0f : row.max);
   const __m512 inv_sum = _mm512_set1_ps(empty ? 0.0f : 1.0f / row.sum);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
-    const __m512 v = _mm512_mul_ps(exp_ps(_mm512_sub_ps(logits(i, m), shift)), inv_sum);
-    if (m == 0xffff) Fmt::store(y + i, v);
-    else Fmt::store(y + i, v, m);
-  }
+  write_span_values<Fmt>(y, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    return _mm512_mul_ps(exp_ps(_mm512_sub_ps(logits(i, m), shift)), inv_sum);
+  });
+}
+
+// A whole row with one exponential per element (exp_row, softmax_row.h), then y = e / sum.
+// NaN logits make the sum NaN and so the row NaN; an all -inf row gives 0.
+template <class Fmt>
+DNNB_AVX512 void softmax_row(const SoftmaxLogits<Fmt>& logits, int64_t n, float* z,
+                             typename Fmt::storage* y, bool stream) {
+  const OnlineSoftmax row = exp_row(n, logits, z, logits.p.softcap > 0);
+  const __m512 inv_sum = _mm512_set1_ps(row.sum == 0 ? 0.0f : 1.0f / row.sum);
+  write_span_values<Fmt>(y, n, stream, [&](int64_t j, __mmask16 m) DNNB_AVX512_LAMBDA {
+    const __m512 e = m == 0xffff ? _mm512_loadu_ps(z + j) : _mm512_maskz_loadu_ps(m, z + j);
+    return _mm512_mul_ps(e, inv_sum);
+  });
 }
 
 template <class Fmt>
@@ -72,17 +84,29 @@ Status run_softmax(OpCall& call) {
     if (!mrows) return mrows.status();
     mask = *mrows;
   }
-  // Scratch slots: 0 x, 1 mask, 2 y.
+  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
+  // Scratch slots: 0 x, 1 mask, 2 y, 3 the f32 row of softmax_row.
   auto logits_at = [&](int64_t r, int64_t c0, int64_t n) {
     return SoftmaxLogits<Fmt>{read_span<T>(*x, r, c0, n, 0), has_mask ? read_span<T>(mask, r, c0, n, 1) : nullptr, p};
   };
+  if (plan_row_chunks(x->rows(), x->cols()).chunks == 1) {
+    // Whole rows per task: the three-pass row above (one exponential per element).
+    const int64_t cols = x->cols();
+    parallel_tasks(x->rows(), x->rows() * std::max<int64_t>(cols, 1), [&](int64_t r) {
+      T* dst = write_span<T>(*y, r, 0, cols, 2);
+      softmax_row<Fmt>(logits_at(r, 0, cols), cols, scratch<float>(3, cols), dst, stream);
+      commit_span(*y, r, 0, cols, dst);
+    });
+    return Status::ok();
+  }
+  // Rows cut into column chunks: online statistics per chunk, merged, then a write pass.
   for_each_row<OnlineSoftmax>(
       x->rows(), x->cols(),
       [&](int64_t r, int64_t c0, int64_t n) { return softmax_stats<Fmt>(logits_at(r, c0, n), n); },
       merge_online,
       [&](int64_t r, int64_t c0, int64_t n, const OnlineSoftmax& row) {
         T* dst = write_span<T>(*y, r, c0, n, 2);
-        softmax_write<Fmt>(logits_at(r, c0, n), n, row, dst);
+        softmax_write<Fmt>(logits_at(r, c0, n), n, row, dst, stream);
         commit_span(*y, r, c0, n, dst);
       });
   return Status::ok();

@@ -64,6 +64,63 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
   return total;
 }
 
+// A whole row's statistics with one exponential per element, for rows that fit in cache:
+// the max of z = z_of(...); then e = e^(z - max) (shift 0 when the max is -inf) into the f32
+// array z[0, n), and its sum. Returns {max, sum}; a NaN logit makes the sum NaN (e^(NaN -
+// max) or a NaN max). keep_z: z_of is costly (softcap's tanh), so the first pass stores z
+// in z[] for the second; otherwise the second pass calls z_of again (the row is in cache),
+// which costs less than a store and reload of the f32 row.
+template <class ZOf>
+DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 m0 = neg_inf, m1 = neg_inf;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 z0 = z_of(i, 0xffff), z1 = z_of(i + 16, 0xffff);
+    if (keep_z) {
+      _mm512_storeu_ps(z + i, z0);
+      _mm512_storeu_ps(z + i + 16, z1);
+    }
+    m0 = _mm512_max_ps(m0, z0);
+    m1 = _mm512_max_ps(m1, z1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+    const __m512 v = z_of(i, m);  // -inf outside m
+    if (keep_z) _mm512_mask_storeu_ps(z + i, m, v);
+    m0 = _mm512_max_ps(m0, v);
+  }
+  OnlineSoftmax out;
+  out.max = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+  const __m512 shift = _mm512_set1_ps(out.max == -std::numeric_limits<float>::infinity() ? 0.0f : out.max);
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  i = 0;
+  for (; i + 64 <= n; i += 64) {
+    auto zv = [&](int64_t j) DNNB_AVX512_LAMBDA { return keep_z ? _mm512_loadu_ps(z + j) : z_of(j, 0xffff); };
+    const __m512 e0 = exp_ps(_mm512_sub_ps(zv(i), shift));
+    const __m512 e1 = exp_ps(_mm512_sub_ps(zv(i + 16), shift));
+    const __m512 e2 = exp_ps(_mm512_sub_ps(zv(i + 32), shift));
+    const __m512 e3 = exp_ps(_mm512_sub_ps(zv(i + 48), shift));
+    _mm512_storeu_ps(z + i, e0);
+    _mm512_storeu_ps(z + i + 16, e1);
+    _mm512_storeu_ps(z + i + 32, e2);
+    _mm512_storeu_ps(z + i + 48, e3);
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+    s2 = _mm512_add_ps(s2, e2);
+    s3 = _mm512_add_ps(s3, e3);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+    const __m512 zm = keep_z ? _mm512_maskz_loadu_ps(m, z + i) : z_of(i, m);  // e^-inf = 0 outside m
+    const __m512 e = exp_ps(_mm512_sub_ps(zm, shift));
+    _mm512_mask_storeu_ps(z + i, m, e);
+    s0 = _mm512_mask_add_ps(s0, m, s0, e);
+  }
+  out.sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  return out;
+}
+
 // Loads 16 logits of a plain row (cross-entropy): masked-off lanes are -inf.
 template <class Fmt>
 struct PlainLogits {
