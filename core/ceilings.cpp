@@ -261,4 +261,40 @@ Result<std::map<std::string, DeviceCeilings>> load_ceilings(const std::string& p
   return result;
 }
 
+Result<std::vector<double>> time_probe_samples(DeviceRuntime& device, const ProbePlan& plan,
+                                               const std::function<Status()>& launch) {
+  auto timer = device.make_timer();
+  if (!timer) return timer.status();
+  for (int i = 0; i < plan.warmups; ++i) DNNB_TRY(launch());
+  std::vector<double> ms;
+  for (int i = 0; i < plan.samples; ++i) {
+    DNNB_TRY((*timer)->start());
+    DNNB_TRY(launch());
+    DNNB_TRY((*timer)->stop());
+    auto elapsed = (*timer)->elapsed_ms();
+    if (!elapsed) return elapsed.status();
+    ms.push_back(*elapsed);
+  }
+  return ms;
+}
+
+Result<long long> calibrate_probe_count(DeviceRuntime& device, double target_s, int max_rounds,
+                                        const std::function<Status(long long)>& launch) {
+  DNNB_TRY(launch(1));
+  long long count = 1;
+  for (int round = 0; round < max_rounds; ++round) {
+    auto ms = time_probe_samples(device, ProbePlan{0, 1, 0}, [&] { return launch(count); });
+    if (!ms) return ms.status();
+    const double s = ms->front() * 1e-3;
+    if (s >= target_s / 10) return std::max(1ll, static_cast<long long>(count * target_s / s));
+    count *= 4;
+  }
+  return Status::error("calibration: the kernel did not take measurable time");
+}
+
+Result<ProbeResult> probe_rates(std::vector<double> ms, double amount, std::string how) {
+  for (double& m : ms) m = m > 0 ? amount / (m * 1e-3) : 0;
+  return probe_result_from_samples(std::move(ms), std::move(how));
+}
+
 }  // namespace dnnb

@@ -48,6 +48,22 @@ std::vector<std::string> ceiling_probe_names(DeviceKind kind);
 // probe's unit), spread = (max - min) / median; error when empty or not all finite > 0.
 Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how);
 
+// Timing helpers shared by the GPU probes (CUDA and OpenCL), on the device's own timer.
+struct ProbePlan {
+  int warmups;
+  int samples;
+  double sample_s;  // target length of one sample
+};
+// Device milliseconds of each of plan.samples runs of `launch`, after plan.warmups untimed.
+Result<std::vector<double>> time_probe_samples(DeviceRuntime& device, const ProbePlan& plan,
+                                               const std::function<Status()>& launch);
+// The count for which launch(count) takes about target_s (counts grow 4x until measurable;
+// one untimed launch first, which pays for loading or JIT-compiling the kernel).
+Result<long long> calibrate_probe_count(DeviceRuntime& device, double target_s, int max_rounds,
+                                        const std::function<Status(long long)>& launch);
+// Each sample's `amount` per second (bytes or FLOP over its milliseconds), as a ProbeResult.
+Result<ProbeResult> probe_rates(std::vector<double> ms, double amount, std::string how);
+
 struct DeviceCeilings {
   std::string device;                           // "cuda:0"
   std::string name;                             // the device's name, for reports

@@ -471,19 +471,6 @@ nlohmann::json metrics_json(const Metrics& m) {
           {"zero_fraction", m.zero_fraction}};
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 }  // namespace
 
 nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
@@ -539,6 +526,20 @@ std::string repro_command(const CaseResult& r, const CheckOptions& options) {
   if (!options.fixtures_dir.empty()) cmd += " --fixtures '" + options.fixtures_dir + "'";
   if (options.bitwise) cmd += " --bitwise";
   return cmd;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace dnnb

@@ -78,6 +78,8 @@ CheckSummary summarize(const std::vector<CaseResult>& results);
 
 nlohmann::json results_to_json(const std::vector<CaseResult>& results);
 std::string results_to_junit(const std::vector<CaseResult>& results);
+// Text escaped for an XML attribute or element (JUnit reports of check and compare).
+std::string xml_escape(const std::string& s);
 // The shell command that reruns one case.
 std::string repro_command(const CaseResult& r, const CheckOptions& options);
 

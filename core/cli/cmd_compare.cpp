@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/cli/commands.h"
+#include "core/check.h"
 #include "core/regression.h"
 
 namespace dnnb::cli {
@@ -38,19 +39,6 @@ std::string format_p(double p) {
 
 std::string md_code(const std::string& s) { return "`" + s + "`"; }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 bool failing(const TimingComparison& t, bool ambiguous_fails) {
   return t.verdict == TimingVerdict::regression || t.verdict == TimingVerdict::now_failing ||

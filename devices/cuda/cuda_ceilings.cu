@@ -146,12 +146,7 @@ __global__ void mma_kernel(uint32_t a_bits, uint32_t b_bits, long long iteration
 
 // ---- Host side ----------------------------------------------------------------------------
 
-struct Plan {
-  int warmups;
-  int samples;
-  double sample_s;  // target length of one sample
-};
-Plan plan_for(const ProbeOptions& options) { return options.quick ? Plan{1, 5, 0.004} : Plan{3, 30, 0.05}; }
+ProbePlan plan_for(const ProbeOptions& options) { return options.quick ? ProbePlan{1, 5, 0.004} : ProbePlan{3, 30, 0.05}; }
 
 std::string mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
@@ -175,42 +170,8 @@ Result<int> full_grid(const CudaDevice& cuda, int threads) {
   return std::max(1, cuda.sm_count()) * std::max(1, *per_sm / threads);
 }
 
-// Device milliseconds of each of plan.samples runs of `launch`, after plan.warmups untimed.
-Result<std::vector<double>> time_samples(CudaDevice& cuda, const Plan& plan, const std::function<Status()>& launch) {
-  auto timer = cuda.make_timer();
-  if (!timer) return timer.status();
-  for (int i = 0; i < plan.warmups; ++i) DNNB_TRY(launch());
-  std::vector<double> ms;
-  for (int i = 0; i < plan.samples; ++i) {
-    DNNB_TRY((*timer)->start());
-    DNNB_TRY(launch());
-    DNNB_TRY((*timer)->stop());
-    auto elapsed = (*timer)->elapsed_ms();
-    if (!elapsed) return elapsed.status();
-    ms.push_back(*elapsed);
-  }
-  return ms;
-}
 
-// The smallest count for which launch(count) takes about plan.sample_s.
-Result<long long> calibrate(CudaDevice& cuda, double target_s, const std::function<Status(long long)>& launch) {
-  // One untimed launch first: the first one pays for loading or JIT-compiling the kernel.
-  DNNB_TRY(launch(1));
-  long long count = 1;
-  for (int round = 0; round < 40; ++round) {
-    auto ms = time_samples(cuda, Plan{0, 1, 0}, [&] { return launch(count); });
-    if (!ms) return ms.status();
-    const double s = ms->front() * 1e-3;
-    if (s >= target_s / 10) return std::max(1ll, static_cast<long long>(count * target_s / s));
-    count *= 4;
-  }
-  return Status::error("calibration: the kernel did not take measurable time");
-}
 
-Result<ProbeResult> rates(std::vector<double> ms, double amount, std::string how) {
-  for (double& m : ms) m = m > 0 ? amount / (m * 1e-3) : 0;
-  return probe_result_from_samples(std::move(ms), std::move(how));
-}
 
 // Back-to-back launches, as many per sample as take ~1/5 of a sample (thousands: a sample of
 // 100 launches lasts ~0.3 ms and its spread is mostly timer and scheduling noise). Beyond the
@@ -219,16 +180,16 @@ Result<ProbeResult> rates(std::vector<double> ms, double amount, std::string how
 Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   cudaStream_t stream = (*cuda)->stream();
   auto launches = [&](long long count) -> Status {
     for (long long i = 0; i < count; ++i) empty_kernel<<<1, 32, 0, stream>>>();
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   };
-  auto per_sample = calibrate(**cuda, plan.sample_s / 5, launches);
+  auto per_sample = calibrate_probe_count(**cuda, plan.sample_s / 5, 40, launches);
   if (!per_sample) return per_sample.status();
-  auto ms = time_samples(**cuda, plan, [&] { return launches(*per_sample); });
+  auto ms = time_probe_samples(**cuda, plan, [&] { return launches(*per_sample); });
   if (!ms) return ms.status();
   for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
   return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(*per_sample) +
@@ -247,7 +208,7 @@ Result<size_t> dram_bytes(const ProbeOptions& options) {
 Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   auto bytes = dram_bytes(options);
   if (!bytes) return bytes.status();
   auto src = (*cuda)->allocate(*bytes);
@@ -259,7 +220,7 @@ Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options
   auto blocks = full_grid(**cuda, 256);
   if (!blocks) return blocks.status();
   constexpr int kLaunches = 4;
-  auto ms = time_samples(**cuda, plan, [&]() -> Status {
+  auto ms = time_probe_samples(**cuda, plan, [&]() -> Status {
     for (int i = 0; i < kLaunches; ++i)
       copy_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle),
                                                static_cast<uint4*>((*dst)->handle), *bytes / 16);
@@ -267,7 +228,7 @@ Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options
     return Status::ok();
   });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), 2.0 * *bytes * kLaunches,
+  return probe_rates(std::move(*ms), 2.0 * *bytes * kLaunches,
                "copy kernel, 16-byte loads/stores, " + mib(*bytes) + " -> " + mib(*bytes) + ", " +
                    std::to_string(*blocks) + "x256 threads, " + std::to_string(kLaunches) +
                    " launches per sample, bytes read + written");
@@ -276,7 +237,7 @@ Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options
 Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   auto bytes = dram_bytes(options);
   if (!bytes) return bytes.status();
   const size_t read_bytes = 2 * *bytes;  // the copy probe's traffic, read only
@@ -289,7 +250,7 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
   cudaStream_t stream = (*cuda)->stream();
   DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, read_bytes, stream));
   constexpr int kLaunches = 4;
-  auto ms = time_samples(**cuda, plan, [&]() -> Status {
+  auto ms = time_probe_samples(**cuda, plan, [&]() -> Status {
     for (int i = 0; i < kLaunches; ++i)
       read_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle), read_bytes / 16,
                                                static_cast<unsigned*>((*partials)->handle));
@@ -297,7 +258,7 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
     return Status::ok();
   });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), static_cast<double>(read_bytes) * kLaunches,
+  return probe_rates(std::move(*ms), static_cast<double>(read_bytes) * kLaunches,
                "read-reduce kernel, 16-byte loads, " + mib(read_bytes) + ", " + std::to_string(*blocks) +
                    "x256 threads, one sum written per block, " + std::to_string(kLaunches) + " launches per sample");
 }
@@ -305,7 +266,7 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
 Result<ProbeResult> cache_read(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   auto l2 = attribute(**cuda, cudaDevAttrL2CacheSize);
   if (!l2) return l2.status();
   if (*l2 <= 0) return Status::skipped("the device reports no L2 cache");
@@ -326,12 +287,12 @@ Result<ProbeResult> cache_read(DeviceRuntime& device, const ProbeOptions& option
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   };
-  auto passes = calibrate(**cuda, plan.sample_s, launch);
+  auto passes = calibrate_probe_count(**cuda, plan.sample_s, 40, launch);
   if (!passes) return passes.status();
   const long long kept = std::min(*passes, 1ll << 30);
-  auto ms = time_samples(**cuda, plan, [&] { return launch(kept); });
+  auto ms = time_probe_samples(**cuda, plan, [&] { return launch(kept); });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), static_cast<double>(bytes) * kept,
+  return probe_rates(std::move(*ms), static_cast<double>(bytes) * kept,
                "ld.global.cg read-reduce over " + mib(bytes) + " (1/2 of the " + mib(*l2) + " L2), " +
                    std::to_string(kept) + " passes per launch, " + std::to_string(*blocks) + "x256 threads");
 }
@@ -341,7 +302,7 @@ Result<ProbeResult> measure_flops(CudaDevice& cuda, const ProbeOptions& options,
                                   double flop_per_thread_iteration,
                                   const std::function<void(int blocks, long long iterations, float* out)>& kernel,
                                   const std::string& how) {
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   auto blocks = full_grid(cuda, threads);
   if (!blocks) return blocks.status();
   auto out = cuda.allocate(sizeof(float) * *blocks * threads);
@@ -351,12 +312,12 @@ Result<ProbeResult> measure_flops(CudaDevice& cuda, const ProbeOptions& options,
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   };
-  auto iterations = calibrate(cuda, plan.sample_s, launch);
+  auto iterations = calibrate_probe_count(cuda, plan.sample_s, 40, launch);
   if (!iterations) return iterations.status();
-  auto ms = time_samples(cuda, plan, [&] { return launch(*iterations); });
+  auto ms = time_probe_samples(cuda, plan, [&] { return launch(*iterations); });
   if (!ms) return ms.status();
   const double flop = flop_per_thread_iteration * static_cast<double>(*blocks) * threads * *iterations;
-  return rates(std::move(*ms), flop,
+  return probe_rates(std::move(*ms), flop,
                how + ", " + std::to_string(*blocks) + "x" + std::to_string(threads) + " threads, " +
                    std::to_string(*iterations) + " iterations");
 }

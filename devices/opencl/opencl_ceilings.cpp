@@ -69,12 +69,7 @@ __kernel void fma_kernel(float mul, float add, int iterations, __global float* o
 constexpr double kFmaFlopPerItemIteration = 4 * 8 * 4 * 2;
 constexpr cl_uint kReadPerItem = 16;
 
-struct Plan {
-  int warmups;
-  int samples;
-  double sample_s;  // target length of one sample
-};
-Plan plan_for(const ProbeOptions& options) { return options.quick ? Plan{1, 5, 0.01} : Plan{2, 20, 0.05}; }
+ProbePlan plan_for(const ProbeOptions& options) { return options.quick ? ProbePlan{1, 5, 0.01} : ProbePlan{2, 20, 0.05}; }
 
 std::string mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
@@ -118,42 +113,8 @@ Status enqueue_1d(OpenCLDevice& cl, cl_kernel kernel, size_t global, const size_
   return Status::ok();
 }
 
-// Device milliseconds of plan.samples runs of `launch` (profiling markers around each).
-Result<std::vector<double>> time_samples(OpenCLDevice& cl, const Plan& plan, const std::function<Status()>& launch) {
-  auto timer = cl.make_timer();
-  if (!timer) return timer.status();
-  for (int i = 0; i < plan.warmups; ++i) DNNB_TRY(launch());
-  std::vector<double> ms;
-  for (int i = 0; i < plan.samples; ++i) {
-    DNNB_TRY((*timer)->start());
-    DNNB_TRY(launch());
-    DNNB_TRY((*timer)->stop());
-    auto elapsed = (*timer)->elapsed_ms();
-    if (!elapsed) return elapsed.status();
-    ms.push_back(*elapsed);
-  }
-  return ms;
-}
 
-// The count for which launch(count) takes about target_s (counts grow 4x until measurable).
-Result<long long> calibrate(OpenCLDevice& cl, double target_s, const std::function<Status(long long)>& launch) {
-  // One untimed launch first: the first one pays for loading or JIT-compiling the kernel.
-  DNNB_TRY(launch(1));
-  long long count = 1;
-  for (int round = 0; round < 30; ++round) {
-    auto ms = time_samples(cl, Plan{0, 1, 0}, [&] { return launch(count); });
-    if (!ms) return ms.status();
-    const double s = ms->front() * 1e-3;
-    if (s >= target_s / 10) return std::max(1ll, static_cast<long long>(count * target_s / s));
-    count *= 4;
-  }
-  return Status::error("calibration: the kernel did not take measurable time");
-}
 
-Result<ProbeResult> rates(std::vector<double> ms, double amount, std::string how) {
-  for (double& m : ms) m = m > 0 ? amount / (m * 1e-3) : 0;
-  return probe_result_from_samples(std::move(ms), std::move(how));
-}
 
 // Bytes of each DRAM buffer: many times the device's global memory cache, bounded by the
 // largest allocation and a quarter of the global memory.
@@ -177,14 +138,14 @@ Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& opti
   if (!cl) return cl.status();
   auto kernel = ceiling_kernel(**cl, "empty_kernel");
   if (!kernel) return kernel.status();
-  const Plan plan = plan_for(options);
+  const ProbePlan plan = plan_for(options);
   auto launches = [&](long long count) -> Status {
     for (long long i = 0; i < count; ++i) DNNB_TRY(enqueue_1d(**cl, *kernel, 1, nullptr));
     return Status::ok();
   };
-  auto per_sample = calibrate(**cl, plan.sample_s / 5, launches);
+  auto per_sample = calibrate_probe_count(**cl, plan.sample_s / 5, 30, launches);
   if (!per_sample) return per_sample.status();
-  auto ms = time_samples(**cl, plan, [&] { return launches(*per_sample); });
+  auto ms = time_probe_samples(**cl, plan, [&] { return launches(*per_sample); });
   if (!ms) return ms.status();
   for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
   return probe_result_from_samples(std::move(*ms), "empty kernel, global size 1, " + std::to_string(*per_sample) +
@@ -213,12 +174,12 @@ Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options
     for (long long i = 0; i < count; ++i) DNNB_TRY(enqueue_1d(**cl, *kernel, *bytes / 16, &*local));
     return Status::ok();
   };
-  const Plan plan = plan_for(options);
-  auto per_sample = calibrate(**cl, plan.sample_s, launches);
+  const ProbePlan plan = plan_for(options);
+  auto per_sample = calibrate_probe_count(**cl, plan.sample_s, 30, launches);
   if (!per_sample) return per_sample.status();
-  auto ms = time_samples(**cl, plan, [&] { return launches(*per_sample); });
+  auto ms = time_probe_samples(**cl, plan, [&] { return launches(*per_sample); });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), 2.0 * *bytes * *per_sample,
+  return probe_rates(std::move(*ms), 2.0 * *bytes * *per_sample,
                "float4 copy kernel " + mib(*bytes) + " -> " + mib(*bytes) + ", work-groups of " +
                    std::to_string(*local) + ", launches per sample: " + std::to_string(*per_sample) +
                    ", bytes read + written");
@@ -248,12 +209,12 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
     for (long long i = 0; i < count; ++i) DNNB_TRY(enqueue_1d(**cl, *kernel, global, &*local));
     return Status::ok();
   };
-  const Plan plan = plan_for(options);
-  auto per_sample = calibrate(**cl, plan.sample_s, launches);
+  const ProbePlan plan = plan_for(options);
+  auto per_sample = calibrate_probe_count(**cl, plan.sample_s, 30, launches);
   if (!per_sample) return per_sample.status();
-  auto ms = time_samples(**cl, plan, [&] { return launches(*per_sample); });
+  auto ms = time_probe_samples(**cl, plan, [&] { return launches(*per_sample); });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), static_cast<double>(*bytes) * *per_sample,
+  return probe_rates(std::move(*ms), static_cast<double>(*bytes) * *per_sample,
                "float4 read-reduce kernel over " + mib(*bytes) + ", " + std::to_string(kReadPerItem) +
                    " float4 per work-item, work-groups of " + std::to_string(*local) + ", " +
                    "launches per sample: " + std::to_string(*per_sample) + ", no writes");
@@ -284,13 +245,13 @@ Result<ProbeResult> f32_fma(DeviceRuntime& device, const ProbeOptions& options) 
     DNNB_TRY(set_arg(*kernel, 2, static_cast<cl_int>(std::min<long long>(iterations, 1 << 30))));
     return enqueue_1d(**cl, *kernel, global, &*local);
   };
-  const Plan plan = plan_for(options);
-  auto iterations = calibrate(**cl, plan.sample_s, launch);
+  const ProbePlan plan = plan_for(options);
+  auto iterations = calibrate_probe_count(**cl, plan.sample_s, 30, launch);
   if (!iterations) return iterations.status();
   const long long kept = std::min<long long>(*iterations, 1 << 30);
-  auto ms = time_samples(**cl, plan, [&] { return launch(kept); });
+  auto ms = time_probe_samples(**cl, plan, [&] { return launch(kept); });
   if (!ms) return ms.status();
-  return rates(std::move(*ms), kFmaFlopPerItemIteration * static_cast<double>(global) * kept,
+  return probe_rates(std::move(*ms), kFmaFlopPerItemIteration * static_cast<double>(global) * kept,
                std::string(*fma ? "fma()" : "mad()") + " on 8 independent float4 chains per work-item, " +
                    std::to_string(global) + " work-items in groups of " + std::to_string(*local) + ", " +
                    std::to_string(kept) + " iterations");
