@@ -191,6 +191,21 @@ TEST(Ceilings, JsonRoundTrip) {
   fs::remove(path);
 }
 
+// What `roofline --out` writes from a real measurement loads back unchanged.
+TEST(Ceilings, MeasuredCeilingsLoadBack) {
+  DeviceRuntime* cpu = DeviceSet::instance().find("cpu:0");
+  ASSERT_NE(cpu, nullptr);
+  const DeviceCeilings& c = quick_ceilings(*cpu);
+  const json document = {{"schema_version", 1}, {"kind", "ceilings"}, {"devices", {{c.device, c.to_json()}}}};
+  const fs::path path = temp_file("measured.json", document.dump(2));
+  auto loaded = load_ceilings(path.string());
+  ASSERT_TRUE(loaded) << loaded.status().to_string();
+  json expected = c.to_json();
+  expected["source"] = "file " + path.string();
+  EXPECT_EQ(loaded->at("cpu:0").to_json(), expected);
+  fs::remove(path);
+}
+
 // Every malformed file is bad_input naming the file and (where there is one) the key.
 TEST(Ceilings, LoadRejectsMalformedFiles) {
   const json good = sample_ceilings().to_json();

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Real bench runs of the same build on this machine: a base of two runs pooled (as
 # `ci/gate.sh --refresh` makes a baseline) and a candidate run, judged as ci/gate.sh judges
-# (compare; ambiguous cases rerun in fresh processes, up to twice): the gate must pass. Then one case slowed by 20% with the bench's
-# --slowdown (a real delay inside the timed region) must fail it (exit 1). Small sizes on the
-# CPU backends: about a minute.
-# On a machine so noisy that 3x the cv exceeds 20%, the second part only reports.
+# (compare; ambiguous cases rerun in fresh processes, up to twice): the gate must pass. Then one
+# case slowed by PCT (default 100: the time doubled) with the bench's --slowdown (a real delay
+# inside the timed region) must fail it (exit 1). Small sizes on the CPU backends: about a
+# minute. The 20% rule itself is proven on fixed data (tests/compare/data, compare.exit_codes
+# and test_regression.cpp): on a shared 2-vCPU CI machine whole runs shift by 20% from one
+# process to the next (a 20% step once measured "faster" here), so a real step must be larger.
+# On a machine so noisy that 3x the cv exceeds PCT, the second part only reports.
 #   same_build_bench.sh BIN REPO_DIR
 set -u
 bin=$(realpath "$1")
@@ -34,7 +37,8 @@ for attempt in 1 2; do
   echo "attempt 1 failed, retrying with fresh runs: $(cat "$tmp/same/bench-compare.txt")"
 done
 
-# The quietest case of the base (smallest spread of its repetitions), slowed down by 20% in
+pct=${SLOWDOWN_PCT:-100}
+# The quietest case of the base (smallest spread of its repetitions), slowed down by PCT in
 # fresh runs (its reruns slowed too, as a slower build would be).
 victim=$(python3 - "$tmp/a.json" <<'PY'
 import json, statistics, sys
@@ -46,17 +50,22 @@ print(min(ok, key=lambda r: spread(r["repetition_times_s"]))["case_id"] if ok el
 PY
 )
 [ -n "$victim" ] || fail "no ok case in the base runs"
-"$bin" bench --case "$victim" $GATE_BENCH_TIMING --slowdown "$victim=20" --out "$tmp/slow.json" > "$tmp/bench-slow.txt" 2>&1
+# A fresh base of the victim right before its slowed run: a whole run measured minutes
+# earlier can sit 20-100% off on this shared host, the step must be judged against the same
+# conditions (as ci/gpu/gate-measure.sh does per trial).
+"$bin" bench --case "$victim" $GATE_BENCH_TIMING --out "$tmp/victim-base.json" > "$tmp/bench-victim-base.txt" 2>&1
+rc=$?; [ $rc -eq 0 ] || fail "bench of the victim exited $rc: $(tail -5 "$tmp/bench-victim-base.txt")"
+"$bin" bench --case "$victim" $GATE_BENCH_TIMING --slowdown "$victim=$pct" --out "$tmp/slow.json" > "$tmp/bench-slow.txt" 2>&1
 rc=$?; [ $rc -eq 0 ] || fail "bench --slowdown exited $rc: $(tail -5 "$tmp/bench-slow.txt")"
-judge_bench "$bin" "$tmp/a.json" "$tmp/slow.json" "$tmp/slow" --slowdown "$victim=20"
+judge_bench "$bin" "$tmp/victim-base.json" "$tmp/slow.json" "$tmp/slow" --slowdown "$victim=$pct"
 rc=$?
 if [ $rc -ne 1 ]; then
-  # The gate never fails on less than 3x the runs' cv: on a machine that noisy, 20% is below
+  # The gate never fails on less than 3x the runs' cv: on a machine that noisy, PCT is below
   # what it may call a regression, and not catching it is the rule working, not a bug.
   threshold=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["bench"]["timings"][0]["threshold"])' \
               "$tmp/slow/bench-compare.json" 2> /dev/null || echo 0)
-  python3 -c "import sys; sys.exit(0 if $threshold > 0.20 else 1)" ||
-    fail "20% slowdown of $victim exited $rc, want 1: $(cat "$tmp/slow/bench-compare.txt")"
-  echo "NOTE: this machine is too noisy to judge a 20% step (threshold $threshold = 3 x cv): not failing"
+  python3 -c "import sys; sys.exit(0 if $threshold > $pct / 100 else 1)" ||
+    fail "$pct% slowdown of $victim exited $rc, want 1: $(cat "$tmp/slow/bench-compare.txt")"
+  echo "NOTE: this machine is too noisy to judge a $pct% step (threshold $threshold = 3 x cv): not failing"
 fi
-echo "same build passes; injected 20% slowdown: exit $rc; OK"
+echo "same build passes; injected $pct% slowdown: exit $rc; OK"
