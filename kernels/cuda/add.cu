@@ -11,13 +11,13 @@ struct AddOp {
 };
 
 DNNB_REGISTER(register_binary("add", AddOp{}));
-// "": broadcasts and other non-flat layouts through the wide rows kernel for f32, the rows
-// kernel for f16/bf16 (elementwise.cuh, ElementwisePlan::binary); "rows": the rows kernel for
-// every dtype (the default before 2026-11-21); "flat2d": row (1 x C) and column (R x 1)
-// broadcasts of contiguous tensors with C % 8 (16-bit) or C % 4 (f32) == 0 as one flat
-// vectorised pass, other layouts as "".
+// "": row (1 x C) and column (R x 1) broadcasts of contiguous tensors with C % 8 (16-bit) or
+// C % 4 (f32) == 0 as one flat vectorised pass (the variant "flat2d" until 2026-11-21), other
+// non-flat layouts as "wide" (elementwise.cuh, ElementwisePlan::binary); "wide": such layouts
+// through the wide rows kernel for f32 and the rows kernel for f16/bf16 (the default before);
+// "rows": the rows kernel for every dtype (the default before that).
+DNNB_REGISTER(register_binary("add", AddOp{}, "wide", ElementwisePlan::wide));
 DNNB_REGISTER(register_binary("add", AddOp{}, "rows", ElementwisePlan::rows));
-DNNB_REGISTER(register_binary("add", AddOp{}, "flat2d", ElementwisePlan::flat2d));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -215,7 +215,8 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
   }
 }
 
-// "flat2d" variant of the binary ops (add, sub, mul, div): the output contiguous and viewed as
+// Broadcast path of the binary ops' default plan (add, sub, mul, div; the "flat2d" variant until
+// 2026-11-21, promoted after the H200 measured it at 93-102% of copy for 16-bit): the output contiguous and viewed as
 // [rows, cols] with cols % kVec == 0, each input either contiguous with the output's shape, a
 // row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column broadcast (one
 // value per row, the values contiguous: b = R x 1). One thread per 16-byte vector of the
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
 // elementwise_rows_kernel has 16 (measured 2026-11-21: 16-bit b=16384x1 233 us, b=1x8192
 // 201 us, 59-68% of copy, against 191 us for same-shape contiguous inputs). cols % kVec == 0
 // means a vector never crosses a row, so there is no tail; full and row inputs must be 16-byte
-// aligned. Any other layout takes the default path (flat2d_layout returns false).
+// aligned. Any other layout takes the rows kernels (try_launch_flat2d returns false).
 enum Flat2dKind : int { kFlat2dFull = 0, kFlat2dRow = 1, kFlat2dColumn = 2 };
 
 template <typename T>
@@ -342,12 +343,13 @@ Result<bool> try_launch_flat2d(const CudaDevice& device, const std::array<Tensor
 enum class ElementwisePlan {
   rows,    // elementwise_rows_kernel (unary ops, lerp; binary variant "rows", the binary
            // default before 2026-11-21)
-  binary,  // binary default: f32 elementwise_rows_wide_kernel (measured 2026-11-21 as "wide":
-           // 263-285 us against 276-290 for broadcasts), f16/bf16 elementwise_rows_kernel
-           // ("wide" measured slower for 16-bit, e.g. div 257 us against 220)
-  flat2d,  // elementwise_flat2d_kernel when its layout allows (binary ops), else as binary
+  wide,    // f32 elementwise_rows_wide_kernel (measured 2026-11-21: 263-285 us against 276-290
+           // for broadcasts), f16/bf16 elementwise_rows_kernel ("wide" measured slower for
+           // 16-bit, e.g. div 257 us against 220): the binary default until 2026-11-21 (session 3)
+  binary,  // binary default: elementwise_flat2d_kernel when its layout allows, else as wide
+           // (measured 2026-11-21 as the "flat2d" variant: 16-bit row/column broadcasts 134-174
+           // us against 199-233, f32 258-262 against 265-288 at 16384 x 8192)
 };
-
 // Launches the op on tensors that already have the output's shape (broadcast views allowed).
 // `plan`: which kernel takes what the flat kernel does not (same flat kernel for every plan).
 template <typename T, int N, typename Op>
@@ -372,7 +374,7 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
     return Status::ok();
   }
   if constexpr (N == 2) {
-    if (plan == ElementwisePlan::flat2d) {
+    if (plan == ElementwisePlan::binary) {
       auto launched = try_launch_flat2d<T, Op>(device, in, out, op);
       if (!launched) return launched.status();
       if (*launched) return Status::ok();

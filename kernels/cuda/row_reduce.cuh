@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
 }
 
 // Warp per row (many rows of more than 1024 columns; the f16/bf16 default): one warp per row
-// for any row length, each lane keeping U raw 16-byte vectors in flight (U = 4: 64 bytes, 2 KB
-// per warp, 64 KB per SM at the launch bound's 4 blocks = 32 warps; U = 8, variant "warp8":
+// for any row length, each lane keeping U raw 16-byte vectors in flight (U = 4, variant "warp4":
+// 64 bytes, 2 KB per warp, 64 KB per SM at the launch bound's 4 blocks = 32 warps; U = 8, the default:
 // 4 KB per warp, 128 KB per SM, as 16-bit rows at U = 4 reach 77% of copy and more bytes in
 // flight per SM is what a read stream needs to approach the 4.54 TB/s read-only rate; the 8
 // raw vectors are 32 registers, within the bound's 64) and looping along the row: the loads
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
   float acc = red.identity();
   constexpr int64_t kStep = 32 * W;
   int64_t c = static_cast<int64_t>(lane) * W;
-  // U > 4 (warp8): whole iterations of a vectorizable row (every lane's U vectors inside the
+  // U > 4 (the default): whole iterations of a vectorizable row (every lane's U vectors inside the
   // row, a warp-uniform test) load without per-vector or per-element checks, which keeps the
   // 8 raw vectors within the launch bound's 64 registers; the rest of the row (less than one
   // iteration) takes the checked loop below 2 vectors at a time. Each lane still visits its
@@ -153,11 +153,12 @@ __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a
 
 // How rows are placed (the reduction variants).
 enum class RowReducePlan {
-  best,   // the default: f16/bf16 row_reduce_warp_kernel<U = 4> when there are rows for >= 32
-          // warps per SM and more than 1024 columns, else (and f32 always) as block
+  best,   // the default: f16/bf16 row_reduce_warp_kernel<U = 8> when there are rows for >= 32
+          // warps per SM and more than 1024 columns (measured 2026-11-21 as the variant "warp8":
+          // 65 us, 105% of copy, against 88-101 us for U = 4), else (and f32 always) as block
+  warp4,  // as best with U = 4 (the 16-bit default until 2026-11-21, session 3)
   block,  // warp per row up to 1024 columns, block per row, or split rows (the default before
-          // 2026-11-21; f32's default still)
-  warp8,  // row_reduce_warp_kernel<U = 8> where best takes the warp kernel, for every dtype
+          // 2026-11-21; f32's default still: 121 us, at the read ceiling)
 };
 
 template <typename T, typename R>
@@ -178,13 +179,12 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
   a.splits = 1;
   a.chunk = round_up(std::max<int64_t>(a.cols, 1), W);
   const bool warp_rows = a.cols > 1024 && a.rows >= 32LL * device.sm_count();
-  const bool warp_plan =
-      (plan == RowReducePlan::best && sizeof(T) == 2) || plan == RowReducePlan::warp8;
+  const bool warp_plan = plan != RowReducePlan::block && sizeof(T) == 2;
   if (warp_rows && warp_plan) {
     a.group = 32;
     const int64_t warp_grid = ceil_div(a.rows, kReduceWarpBlock / 32);
     if (warp_grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
-    if (plan == RowReducePlan::warp8)
+    if (plan == RowReducePlan::best)
       row_reduce_warp_kernel<T, R, kReduceWarp8Unroll>
           <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
     else
