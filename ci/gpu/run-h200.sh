@@ -15,7 +15,8 @@
 #             OpenCL device) into $OUT/rebench.tgz
 #   reference the float64 reference at 64x8192 on the host CPU ($OUT/bench-reference.json)
 #   verify    per-op check of VERIFY_BACKENDS with a fallback to .fallback/kernels/<backend>
-#   roofline  the measured ceilings of every device ($OUT/ceilings.json)
+#   roofline  the measured ceilings of every device ($OUT/ceilings.json); ROOFLINE_RUNS=2 runs it
+#             twice and prints the run-to-run differences (ci/gpu/roofline_repeat.py)
 #   report    ci/report.sh full on cuda:0, the NVIDIA OpenCL device and cpu:0 ($OUT/report.tgz);
 #             CEILINGS=file reuses measured ceilings
 # oneDNN is not installed there: run `ci/gpu/pack-onednn.sh` here first and carry `.deps`.
@@ -127,10 +128,18 @@ for step in "$@"; do
     done
     tar -czf "$OUT/logs.tgz" -C /tmp/logs . ;;
   roofline)
-    log roofline
+    # ROOFLINE_RUNS=N (default 1) runs it N times: the first is $OUT/ceilings.json, the others
+    # ceilings-K.json, and ci/gpu/roofline_repeat.py prints the run-to-run differences.
     dev_args=(); for d in ${REPORT_DEVICES:-cuda:0 $ocl_nv cpu:0}; do dev_args+=(--device "$d"); done
-    timeout 200 $bin roofline "${dev_args[@]}" --out "$OUT/ceilings.json" > "$OUT/roofline.txt" 2>&1; echo "roofline exit $?"
-    grep -E "^[a-z]|flops|bytes|launch" "$OUT/roofline.txt" | cut -c1-90 ;;
+    runs=(); for k in $(seq 1 "${ROOFLINE_RUNS:-1}"); do
+      file="$OUT/ceilings.json"; [ "$k" = 1 ] || file="$OUT/ceilings-$k.json"
+      log "roofline run $k"
+      start=$(date +%s)
+      timeout 250 $bin roofline "${dev_args[@]}" --out "$file" > "$OUT/roofline-$k.txt" 2>&1; echo "roofline run $k exit $? in $(( $(date +%s) - start )) s"
+      runs+=("$file")
+    done
+    grep -E "^[a-z]|flops|bytes|launch" "$OUT/roofline-1.txt" | cut -c1-90
+    [ ${#runs[@]} -lt 2 ] || python3 ci/gpu/roofline_repeat.py "${runs[@]}" | tee "$OUT/roofline-repeat.md" ;;
   *) echo "unknown step '$step'"; exit 2 ;;
   esac
 done
