@@ -69,6 +69,7 @@ Result<ProbeResult> probe_from_json(const json& j, const std::string& key) {
   ProbeResult r;
   DNNB_TRY(read_non_negative(j, "value", key + ".value", true, r.value));
   if (r.value <= 0) return bad_key(key + ".value", "a measured ceiling must be > 0, got " + j.at("value").dump());
+  DNNB_TRY(read_non_negative(j, "best", key + ".best", false, r.best));
   DNNB_TRY(read_non_negative(j, "spread", key + ".spread", false, r.spread));
   auto samples = j.find("samples");
   if (samples != j.end()) {
@@ -124,7 +125,7 @@ std::vector<std::string> ceiling_probe_names(DeviceKind kind) {
   return names;
 }
 
-Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how) {
+Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how, SampleKind kind) {
   if (samples.empty()) return Status::error("no samples were taken");
   for (double s : samples)
     if (!std::isfinite(s) || s <= 0) return Status::error("a sample was not a finite positive number: " + std::to_string(s));
@@ -133,6 +134,7 @@ Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::
   const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
   ProbeResult r;
   r.value = median;
+  r.best = kind == SampleKind::rate ? samples.back() : samples.front();
   r.spread = (samples.back() - samples.front()) / median;
   r.samples = static_cast<int>(n);
   r.how = std::move(how);
@@ -152,8 +154,10 @@ double DeviceCeilings::flops_per_s(const std::string& unit) const { return value
 
 json DeviceCeilings::to_json() const {
   json m = json::object();
-  for (const auto& [probe, r] : measured)
+  for (const auto& [probe, r] : measured) {
     m[probe] = {{"value", r.value}, {"spread", r.spread}, {"samples", r.samples}, {"how", r.how}};
+    if (r.best > 0) m[probe]["best"] = r.best;
+  }
   json f = json::object();
   for (const auto& [probe, reason] : failed) f[probe] = reason;
   return {{"device", device}, {"name", name},   {"source", source}, {"date", date},

@@ -34,6 +34,8 @@ struct ProbeResult {
   double spread = 0;      // (max - min) / median over the samples
   int samples = 0;
   std::string how;        // one line: buffer size, threads, kernel, e.g. "cudaMemcpyAsync 2 GiB, 20 reps"
+  double best = 0;        // the best sample (highest rate, shortest time; STREAM reports this);
+                          // 0 when unknown (files written before it was kept)
 };
 
 struct CeilingProbe {
@@ -45,8 +47,11 @@ bool register_ceiling_probe(CeilingProbe probe);
 // Names of the probes registered for a kind, in registration order.
 std::vector<std::string> ceiling_probe_names(DeviceKind kind);
 // What every probe returns: the median of its samples (each one a rate or a time in the
-// probe's unit), spread = (max - min) / median; error when empty or not all finite > 0.
-Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how);
+// probe's unit), the best sample, spread = (max - min) / median; error when empty or not all
+// finite > 0.
+enum class SampleKind { rate, time };  // which end is best: the highest rate, the shortest time
+Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how,
+                                              SampleKind kind = SampleKind::rate);
 
 // Timing helpers shared by the GPU probes (CUDA and OpenCL), on the device's own timer.
 struct ProbePlan {

@@ -152,6 +152,11 @@ TEST(Ceilings, ProbeResultFromSamples) {
   EXPECT_DOUBLE_EQ(r->value, 2.5);
   EXPECT_DOUBLE_EQ(r->spread, 3 / 2.5);
   EXPECT_EQ(r->samples, 4);
+  EXPECT_DOUBLE_EQ(r->best, 4) << "rates: the highest sample";
+  auto t = probe_result_from_samples({4, 1, 2, 3}, "how", SampleKind::time);
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->best, 1) << "times: the shortest sample";
+  EXPECT_DOUBLE_EQ(t->value, 2.5);
   EXPECT_FALSE(probe_result_from_samples({}, "none"));
   EXPECT_FALSE(probe_result_from_samples({1, NAN}, "nan"));
   EXPECT_FALSE(probe_result_from_samples({1, 0}, "zero"));

@@ -194,7 +194,8 @@ Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& opti
   if (!ms) return ms.status();
   for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
   return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(*per_sample) +
-                                                       " back-to-back launches per sample, CUDA events");
+                                                       " back-to-back launches per sample, CUDA events",
+                                    SampleKind::time);
 }
 
 // Bytes of each DRAM buffer: >= 2 GiB in full mode (40x the H200's L2), bounded by a quarter

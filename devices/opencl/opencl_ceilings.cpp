@@ -149,7 +149,8 @@ Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& opti
   if (!ms) return ms.status();
   for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
   return probe_result_from_samples(std::move(*ms), "empty kernel, global size 1, " + std::to_string(*per_sample) +
-                                                       " back-to-back launches per sample, profiling markers");
+                                                       " back-to-back launches per sample, profiling markers",
+                                    SampleKind::time);
 }
 
 Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options) {
