@@ -1,5 +1,5 @@
-// Binary elementwise kernels; the op's .cl (placed before this file) defines
-//   float dnnb_binary(float a, float b)
+// Binary elementwise kernels; the op's .cl (placed before row_body.cl and this file) defines
+//   float dnnb_binary(float a, float b) and its chunk form DNNB_BINARY_V(a, b).
 inline float4 dnnb_binary4(float4 a, float4 b) {
   return (float4)(dnnb_binary(a.x, b.x), dnnb_binary(a.y, b.y), dnnb_binary(a.z, b.z), dnnb_binary(a.w, b.w));
 }
@@ -28,6 +28,28 @@ kernel void binary_rows(const global dnnb_t* a, dnnb_rows ar, const global dnnb_
       float4 va = dnnb_load_cols4(a, as, ar.col_stride, yr.cols, c, 0.0f);
       float4 vb = dnnb_load_cols4(b, bs, br.col_stride, yr.cols, c, 1.0f);
       dnnb_store_cols4(y, ys, yr.col_stride, yr.cols, c, dnnb_binary4(va, vb));
+    }
+  }
+}
+
+// Broadcasts that stay 2-D (the common [N, C] op [N, 1] and [N, C] op [1, C]): y has unit
+// column stride; a and b are each at off + r * rs + c * cs with cs 0 (one value per row) or 1.
+// No per-element index arithmetic beyond the column: row pointers are set once per row, a
+// cs-0 operand is one scalar load per row, a cs-1 operand one 16-byte chunk per work-item
+// (row_body.cl, typed when the host proved alignment). Dimension 0 walks chunks of a row,
+// dimension 1 rows.
+kernel void binary_2d(const global dnnb_t* a, long a_off, long a_rs, int a_cs, const global dnnb_t* b, long b_off,
+                      long b_rs, int b_cs, global dnnb_t* y, long y_off, long y_rs, long rows, int cols) {
+  for (long r = get_global_id(1); r < rows; r += get_global_size(1)) {
+    const global dnnb_t* arow = a + a_off + r * a_rs;
+    const global dnnb_t* brow = b + b_off + r * b_rs;
+    global dnnb_t* yrow = y + y_off + r * y_rs;
+    const float a_scalar = a_cs == 0 ? DNNB_LOAD(arow, 0) : 0.0f;
+    const float b_scalar = b_cs == 0 ? DNNB_LOAD(brow, 0) : 1.0f;
+    for (int c = (int)get_global_id(0) * DNNB_VW; c < cols; c += (int)get_global_size(0) * DNNB_VW) {
+      const dnnb_vec va = a_cs != 0 ? dnnb_row_load(arow, c, cols, 0.0f) : (dnnb_vec)(a_scalar);
+      const dnnb_vec vb = b_cs != 0 ? dnnb_row_load(brow, c, cols, 1.0f) : (dnnb_vec)(b_scalar);
+      dnnb_row_store(yrow, c, cols, DNNB_BINARY_V(va, vb));
     }
   }
 }

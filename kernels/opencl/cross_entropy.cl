@@ -3,6 +3,32 @@
 //              = 1 for a kept row; both 0 for an ignored row. A target outside [0, C) gives NaN.
 //   ce_finish: one work-group: loss = sum of losses / number of kept rows (0/0 = NaN when every
 //              row is ignored, as torch). Fixed order, so the result is deterministic.
+//   ce_rows_cached: ce_rows for rows that fit the register cache of row_body.cl (unit column
+//              stride): two cheap reductions and one exp per element instead of the running
+//              pairs, whose per-element max test and rescale cost more than the memory read.
+DNNB_ROW_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
+                                    long t_offset, long t_stride, long ignore_index, global float* partial) {
+  local float scratch[DNNB_ROW_SCRATCH];
+  const int cols = (int)lr.cols;
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
+    const long t = target[t_offset + r * t_stride];
+    const global dnnb_t* row = logits + dnnb_row_start(lr, r);
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float m;
+    const float s = dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
+    if (get_local_id(0) == 0) {
+      if (t == ignore_index) {
+        partial[2 * r] = 0.0f;
+        partial[2 * r + 1] = 0.0f;
+      } else {
+        const float xt = (t >= 0 && t < cols) ? DNNB_LOAD(row, t) : NAN;
+        partial[2 * r] = log(s) + (m - xt);
+        partial[2 * r + 1] = 1.0f;
+      }
+    }
+  }
+}
+
 kernel void ce_rows(const global dnnb_t* logits, dnnb_rows lr, const global long* target, long t_offset,
                     long t_stride, long ignore_index, global float* partial, local float* scratch) {
   for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {

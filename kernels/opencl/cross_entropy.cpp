@@ -1,14 +1,39 @@
 // cross_entropy (mean over kept rows, ignore_index) on OpenCL: cross_entropy.cl. Per-row
 // losses go to the device's scratch buffer; a one-work-group kernel reduces them in a fixed
 // order, so the loss is deterministic.
+// The per-row kernel is ce_rows_cached when the row fits the register cache with unit column
+// stride, else ce_rows; variant "legacy" always takes ce_rows.
 #include "kernels/opencl/cross_entropy_cl.h"
 #include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
+#include "kernels/opencl/row_body_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_cross_entropy(OpCall& call, const std::string& source) {
+// ce_rows_cached into `partial`, or false when the problem is not one it takes.
+Result<bool> try_ce_rows_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& lr,
+                                int64_t ignore_index, cl_mem partial) {
+  const DType dtype = call.problem.dtype;
+  const int vecs = row_cache_vecs(dtype, lr.cols);
+  if (vecs == 0 || lr.col_stride != 1 || lr.cols >= kRowMaxCols) return false;
+  auto aligned = rows_chunk_aligned(device, dtype, {lr});
+  if (!aligned) return aligned.status();
+  auto kernel = device.kernel("cross_entropy", source, "ce_rows_cached", row_options(device, dtype, vecs, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  const Tensor& target = call.inputs[1];
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
+  args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(partial);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy/ce_rows_cached"));
+  return true;
+}
+
+Status run_cross_entropy(OpCall& call, const std::string& source, bool allow_cached) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -27,9 +52,15 @@ Status run_cross_entropy(OpCall& call, const std::string& source) {
   const int64_t rows = logits.shape[0];
   auto partial = (*device)->scratch(static_cast<size_t>(std::max<int64_t>(rows, 1)) * 2 * sizeof(cl_float));
   if (!partial) return partial.status();
-  const std::string options = build_options(**device, call.problem.dtype);
+  const std::string options = row_options(**device, call.problem.dtype, 1, false);
 
-  if (rows > 0) {
+  bool rows_done = rows == 0;
+  if (!rows_done && allow_cached) {
+    auto done = try_ce_rows_cached(call, **device, source, *lr, *ignore_index, *partial);
+    if (!done) return done.status();
+    rows_done = *done;
+  }
+  if (!rows_done) {
     auto kernel = (*device)->kernel("cross_entropy", source, "ce_rows", options);
     if (!kernel) return kernel.status();
     auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
@@ -54,9 +85,12 @@ Status run_cross_entropy(OpCall& call, const std::string& source) {
 }
 
 bool register_cross_entropy() {
-  std::string source = program_source({opencl_source::logsumexp_body, opencl_source::cross_entropy});
+  std::string source =
+      program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy});
   return register_opencl("cross_entropy", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy(call, source); });
+                         [source](OpCall& call) { return run_cross_entropy(call, source, true); }) &&
+         register_opencl("cross_entropy", "legacy", {DType::f32, DType::bf16},
+                         [source](OpCall& call) { return run_cross_entropy(call, source, false); });
 }
 
 }  // namespace

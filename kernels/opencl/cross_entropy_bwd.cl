@@ -12,6 +12,38 @@ kernel void ce_count(const global long* target, long t_offset, long t_stride, lo
   if (get_local_id(0) == 0) count[0] = kept;
 }
 
+// ce_bwd_rows_cached: ce_bwd_rows for rows that fit the register cache of row_body.cl (unit
+// column stride): x is read once, its exps stay in registers for the write.
+DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
+                                        long t_offset, long t_stride, long ignore_index, const global float* count,
+                                        global dnnb_t* dlogits, dnnb_rows dr) {
+  local float scratch[DNNB_ROW_SCRATCH];
+  const int cols = (int)lr.cols;
+  const float inv_count = 1.0f / count[0];
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
+    const long t = target[t_offset + r * t_stride];
+    const global dnnb_t* row = logits + dnnb_row_start(lr, r);
+    global dnnb_t* drow = dlogits + dnnb_row_start(dr, r);
+    // Same control flow for ignored rows as for kept ones (see ce_bwd_rows).
+    const int ignored = t == ignore_index;
+    const int target_ok = t >= 0 && t < cols;
+    const float bad_target = (ignored || target_ok) ? 0.0f : NAN;
+    const dnnb_ivec target_col = (dnnb_ivec)(target_ok ? (int)t : -1);
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float m;
+    const float inv_s = 1.0f / dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols) {
+        const dnnb_vec onehot = select((dnnb_vec)(0.0f), (dnnb_vec)(1.0f), (dnnb_ivec)(c) + DNNB_IOTA == target_col);
+        const dnnb_vec g = ignored ? (dnnb_vec)(0.0f) : (cache[k] * inv_s - onehot) * inv_count + bad_target;
+        dnnb_row_store(drow, c, cols, g);
+      }
+    }
+  }
+}
+
 kernel void ce_bwd_rows(const global dnnb_t* logits, dnnb_rows lr, const global long* target, long t_offset,
                         long t_stride, long ignore_index, const global float* count, global dnnb_t* dlogits,
                         dnnb_rows dr, local float* scratch) {

@@ -1,13 +1,39 @@
 // cross_entropy_bwd on OpenCL: cross_entropy_bwd.cl. A one-work-group kernel counts the kept
 // rows into the device's scratch buffer, then one work-group per row writes its gradient.
+// The per-row kernel is ce_bwd_rows_cached when the row fits the register cache and both views
+// have unit column stride, else ce_bwd_rows; variant "legacy" always takes ce_bwd_rows.
 #include "kernels/opencl/cross_entropy_bwd_cl.h"
 #include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
+#include "kernels/opencl/row_body_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
+// ce_bwd_rows_cached, or false when the problem is not one it takes.
+Result<bool> try_ce_bwd_rows_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& lr,
+                                    const ClRows& dr, int64_t ignore_index, cl_mem count) {
+  const DType dtype = call.problem.dtype;
+  const int vecs = row_cache_vecs(dtype, lr.cols);
+  if (vecs == 0 || lr.col_stride != 1 || dr.col_stride != 1 || lr.cols >= kRowMaxCols) return false;
+  auto aligned = rows_chunk_aligned(device, dtype, {lr, dr});
+  if (!aligned) return aligned.status();
+  auto kernel =
+      device.kernel("cross_entropy_bwd", source, "ce_bwd_rows_cached", row_options(device, dtype, vecs, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  const Tensor& target = call.inputs[1];
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
+  args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(count).add(cl_buffer(call.outputs[0])).add(dr);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached"));
+  return true;
+}
+
+Status run_cross_entropy_bwd(OpCall& call, const std::string& source, bool allow_cached) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -29,7 +55,7 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
   if (!dr) return dr.status();
   auto count = (*device)->scratch(sizeof(cl_float));
   if (!count) return count.status();
-  const std::string options = build_options(**device, call.problem.dtype);
+  const std::string options = row_options(**device, call.problem.dtype, 1, false);
   const int64_t rows = logits.shape[0];
 
   auto counter = (*device)->kernel("cross_entropy_bwd", source, "ce_count", options);
@@ -43,6 +69,11 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
   const size_t count_global = *limit;
   DNNB_TRY(enqueue(**device, *counter, 1, &count_global, &count_global, "cross_entropy_bwd/ce_count"));
 
+  if (allow_cached) {
+    auto done = try_ce_bwd_rows_cached(call, **device, source, *lr, *dr, *ignore_index, *count);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
   auto kernel = (*device)->kernel("cross_entropy_bwd", source, "ce_bwd_rows", options);
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
@@ -56,9 +87,12 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source) {
 }
 
 bool register_cross_entropy_bwd() {
-  std::string source = program_source({opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
+  std::string source =
+      program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
   return register_opencl("cross_entropy_bwd", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source); });
+                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source, true); }) &&
+         register_opencl("cross_entropy_bwd", "legacy", {DType::f32, DType::bf16},
+                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source, false); });
 }
 
 }  // namespace

@@ -1,11 +1,58 @@
 #include "kernels/opencl/elementwise.h"
 
 #include "kernels/opencl/binary_body_cl.h"
+#include "kernels/opencl/row_body_cl.h"
 #include "kernels/opencl/unary_body_cl.h"
 
 namespace dnnb::opencl {
+namespace {
 
-Status run_unary(OpCall& call, const std::string& program_name, const std::string& source) {
+// A contiguous run of elements starting `offset` elements into its buffer, as rows_chunk_aligned
+// wants it.
+ClRows flat_rows(int64_t offset) {
+  ClRows r;
+  r.offset = offset;
+  return r;
+}
+
+// A view that binary_2d addresses as off + r * rs + c * cs (cs 0 or 1): at most one outer
+// dim; false otherwise.
+bool two_d(const ClRows& v, cl_long* row_stride) {
+  if (v.outer_dims > 1 || (v.col_stride != 0 && v.col_stride != 1)) return false;
+  *row_stride = v.outer_dims == 1 ? v.stride[0] : 0;
+  return true;
+}
+
+// binary_2d, or false when a, b or y is not a 2-D view it takes.
+Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string& program_name,
+                           const std::string& source, const Tensor& a, const ClRows& ar, const Tensor& b,
+                           const ClRows& br, const Tensor& y, const ClRows& yr) {
+  cl_long a_rs = 0, b_rs = 0, y_rs = 0;
+  if (!two_d(ar, &a_rs) || !two_d(br, &b_rs) || !two_d(yr, &y_rs) || yr.col_stride != 1 || yr.cols >= kRowMaxCols)
+    return false;
+  // Only operands read in chunks (column stride 1) need chunk alignment.
+  bool aligned = true;
+  for (const ClRows* v : {&ar, &br, &yr}) {
+    if (v->col_stride != 1) continue;
+    auto ok = rows_chunk_aligned(device, dtype, {*v});
+    if (!ok) return ok.status();
+    aligned = aligned && *ok;
+  }
+  auto kernel = device.kernel(program_name, source, "binary_2d", row_options(device, dtype, 1, aligned));
+  if (!kernel) return kernel.status();
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(a)).add(ar.offset).add(a_rs).add(static_cast<cl_int>(ar.col_stride));
+  args.add(cl_buffer(b)).add(br.offset).add(b_rs).add(static_cast<cl_int>(br.col_stride));
+  args.add(cl_buffer(y)).add(yr.offset).add(y_rs).add(yr.rows).add(static_cast<cl_int>(yr.cols));
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_elementwise_rows(device, *kernel, yr.rows, yr.cols, program_name + "/binary_2d",
+                                   row_chunk_width(dtype)));
+  return true;
+}
+
+}  // namespace
+
+Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -15,7 +62,18 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
   if (x.shape != y.shape)
     return Status::bad_input(program_name + ": x " + x.describe() + " and y " + y.describe() + " differ in shape");
   if (y.numel() == 0) return Status::ok();
-  const std::string options = build_options(**device, call.problem.dtype);
+  const DType dtype = call.problem.dtype;
+  const std::string options = row_options(**device, dtype, 1, false);
+  if (chunks && is_flat(x) && is_flat(y)) {
+    auto aligned = rows_chunk_aligned(**device, dtype, {flat_rows(x.offset), flat_rows(y.offset)});
+    if (!aligned) return aligned.status();
+    auto kernel = (*device)->kernel(program_name, source, "unary_chunks", row_options(**device, dtype, 1, *aligned));
+    if (!kernel) return kernel.status();
+    KernelArgs args(*kernel);
+    args.add(cl_buffer(x)).add(cl_long{x.offset}).add(cl_buffer(y)).add(cl_long{y.offset}).add(cl_long{y.numel()});
+    DNNB_TRY(args.status());
+    return launch_flat(**device, *kernel, y.numel(), program_name + "/unary_chunks", row_chunk_width(dtype));
+  }
   if (is_flat(x) && is_flat(y)) {
     auto kernel = (*device)->kernel(program_name, source, "unary_flat", options);
     if (!kernel) return kernel.status();
@@ -36,7 +94,7 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
   return launch_elementwise_rows(**device, *kernel, yr->rows, yr->cols, program_name + "/unary_rows");
 }
 
-Status run_binary(OpCall& call, const std::string& program_name, const std::string& source) {
+Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -47,7 +105,7 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   auto b = call.inputs[1].broadcast_to(y.shape);
   if (!b) return Status::bad_input(program_name + ": input b: " + b.status().message);
   if (y.numel() == 0) return Status::ok();
-  const std::string options = build_options(**device, call.problem.dtype);
+  const std::string options = row_options(**device, call.problem.dtype, 1, false);
   const Tensor& in_a = call.inputs[0];
   const Tensor& in_b = call.inputs[1];
   if (in_a.shape == y.shape && in_b.shape == y.shape && is_flat(in_a) && is_flat(in_b) && is_flat(y)) {
@@ -65,6 +123,11 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   if (!br) return br.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
+  if (two_d_path) {
+    auto done = try_binary_2d(**device, call.problem.dtype, program_name, source, *a, *ar, *b, *br, y, *yr);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
   auto kernel = (*device)->kernel(program_name, source, "binary_rows", options);
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
@@ -74,13 +137,19 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
 }
 
 bool register_unary(const std::string& op, const char* op_source) {
-  std::string source = program_source({op_source, opencl_source::unary_body});
-  return register_opencl(op, float_dtypes(), [op, source](OpCall& call) { return run_unary(call, op, source); });
+  std::string source = program_source({op_source, opencl_source::row_body, opencl_source::unary_body});
+  return register_opencl(op, float_dtypes(),
+                         [op, source](OpCall& call) { return run_unary(call, op, source, true); }) &&
+         register_opencl(op, "legacy", float_dtypes(),
+                         [op, source](OpCall& call) { return run_unary(call, op, source, false); });
 }
 
 bool register_binary(const std::string& op, const char* op_source) {
-  std::string source = program_source({op_source, opencl_source::binary_body});
-  return register_opencl(op, float_dtypes(), [op, source](OpCall& call) { return run_binary(call, op, source); });
+  std::string source = program_source({op_source, opencl_source::row_body, opencl_source::binary_body});
+  return register_opencl(op, float_dtypes(),
+                         [op, source](OpCall& call) { return run_binary(call, op, source, true); }) &&
+         register_opencl(op, "legacy", float_dtypes(),
+                         [op, source](OpCall& call) { return run_binary(call, op, source, false); });
 }
 
 }  // namespace dnnb::opencl

@@ -7,11 +7,14 @@
 
 namespace dnnb::opencl {
 
-// y = f(x): x any layout, y of x's shape. `source` is program_source({op.cl, unary_body.cl}).
-Status run_unary(OpCall& call, const std::string& program_name, const std::string& source);
-// y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, binary_body.cl}).
-Status run_binary(OpCall& call, const std::string& program_name, const std::string& source);
+// y = f(x): x any layout, y of x's shape. `source` is program_source({op.cl, row_body.cl,
+// unary_body.cl}). chunks: contiguous x and y take unary_chunks (else unary_flat).
+Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks);
+// y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, row_body.cl,
+// binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows).
+Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path);
 
+// Register the default and the "legacy" variant (unary_flat / binary_rows only).
 bool register_unary(const std::string& op, const char* op_source);
 bool register_binary(const std::string& op, const char* op_source);
 

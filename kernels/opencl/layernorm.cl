@@ -2,6 +2,54 @@
 //   y = (x - mean) / sqrt(var + eps) * w + b   (biased variance from squared deviations about
 //   the mean, never sum(x^2) - n mean^2, so large means do not cancel).
 // w and b are 1-D views [N] (their RowIndex: offset and col_stride).
+// Two kernels: layernorm_cached (row_body.cl: the row in registers, every view with unit
+// column stride) and layernorm_rows (any layout and length; also the "legacy" variant).
+
+// ---- layernorm_cached -----------------------------------------------------------------------
+// One read of x. The mean is one two-level reduction; the squared deviations about it are
+// summed from the registers (exact two-pass accuracy, no sum(x^2) - n mean^2 cancellation) in
+// a second; then y = (x - mean) * rstd * w + b on the way out.
+DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
+                                      const global dnnb_t* b, dnnb_rows br, float eps, global dnnb_t* y,
+                                      dnnb_rows yr) {
+  local float scratch[DNNB_ROW_SCRATCH];
+  const int cols = (int)xr.cols;
+  const float inv_cols = 1.0f / (float)cols;
+  const global dnnb_t* wrow = w + wr.offset;
+  const global dnnb_t* brow = b + br.offset;
+  for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
+    const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
+    global dnnb_t* yrow = y + dnnb_row_start(yr, r);
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      cache[k] = c < cols ? dnnb_row_load(xrow, c, cols, 0.0f) : (dnnb_vec)(0.0f);
+      s += dnnb_vsum(cache[k]);
+    }
+    const float mean = dnnb_row_wg_sum(s, scratch) * inv_cols;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      const dnnb_vec d = select((dnnb_vec)(0.0f), cache[k] - mean, dnnb_row_inside(c, cols));
+      q += dnnb_vsum(d * d);
+    }
+    const float rstd = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) * inv_cols + eps);
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols) {
+        const dnnb_vec vw = dnnb_row_load(wrow, c, cols, 0.0f);
+        const dnnb_vec vb = dnnb_row_load(brow, c, cols, 0.0f);
+        dnnb_row_store(yrow, c, cols, (cache[k] - mean) * rstd * vw + vb);
+      }
+    }
+  }
+}
+
+// ---- layernorm_rows -------------------------------------------------------------------------
 kernel void layernorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
                            const global dnnb_t* b, dnnb_rows br, float eps, global dnnb_t* y, dnnb_rows yr,
                            local float* scratch) {

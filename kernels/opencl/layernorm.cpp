@@ -1,11 +1,37 @@
-// layernorm over the last dim on OpenCL: layernorm.cl.
+// layernorm over the last dim on OpenCL: layernorm.cl. The default takes layernorm_cached
+// when the row fits its register cache and every view has unit column stride, else
+// layernorm_rows; variant "legacy" is always layernorm_rows.
 #include "kernels/opencl/layernorm_cl.h"
 #include "kernels/opencl/opencl_launch.h"
+#include "kernels/opencl/row_body_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_layernorm(OpCall& call, const std::string& source) {
+// layernorm_cached, or false when the problem is not one it takes.
+Result<bool> try_layernorm_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& xr,
+                                  const ClRows& wr, const ClRows& br, const ClRows& yr, float eps) {
+  const DType dtype = call.problem.dtype;
+  const int vecs = row_cache_vecs(dtype, xr.cols);
+  if (vecs == 0 || xr.cols >= kRowMaxCols) return false;
+  for (const ClRows* v : {&xr, &wr, &br, &yr})
+    if (v->col_stride != 1) return false;
+  auto aligned = rows_chunk_aligned(device, dtype, {xr, wr, br, yr});
+  if (!aligned) return aligned.status();
+  auto kernel = device.kernel("layernorm", source, "layernorm_cached", row_options(device, dtype, vecs, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.inputs[1])).add(wr);
+  args.add(cl_buffer(call.inputs[2])).add(br).add(static_cast<cl_float>(eps)).add(cl_buffer(call.outputs[0])).add(yr);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "layernorm/layernorm_cached"));
+  return true;
+}
+
+Status run_layernorm(OpCall& call, const std::string& source, bool allow_cached) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 3 || call.outputs.size() != 1)
@@ -31,7 +57,13 @@ Status run_layernorm(OpCall& call, const std::string& source) {
   if (!br) return br.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel("layernorm", source, "layernorm_rows", build_options(**device, call.problem.dtype));
+  if (allow_cached) {
+    auto done = try_layernorm_cached(call, **device, source, *xr, *wr, *br, *yr, static_cast<float>(*eps));
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
+  auto kernel =
+      (*device)->kernel("layernorm", source, "layernorm_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -43,8 +75,11 @@ Status run_layernorm(OpCall& call, const std::string& source) {
 }
 
 bool register_layernorm() {
-  std::string source = program_source({opencl_source::layernorm});
-  return register_opencl("layernorm", float_dtypes(), [source](OpCall& call) { return run_layernorm(call, source); });
+  std::string source = program_source({opencl_source::row_body, opencl_source::layernorm});
+  return register_opencl("layernorm", float_dtypes(),
+                         [source](OpCall& call) { return run_layernorm(call, source, true); }) &&
+         register_opencl("layernorm", "legacy", float_dtypes(),
+                         [source](OpCall& call) { return run_layernorm(call, source, false); });
 }
 
 }  // namespace

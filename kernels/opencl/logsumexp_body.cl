@@ -14,3 +14,31 @@ inline float dnnb_row_logsumexp_stats(const global dnnb_t* x, long xs, long x_cs
   }
   return dnnb_wg_softmax_stats(m, s, scratch, m_out);
 }
+
+// The same statistics for the row-cached kernels (row_body.cl): the row is loaded once into
+// `cache` (columns past the end as -inf), then a max reduction and a sum of exp(x - max)
+// reduction, one exp per element, left in `cache` (the backward pass reuses them). Returns s;
+// *m_out gets m. A row of -inf only gives m = -inf and s = 0 (exp(-inf - 0) = 0).
+// Without row_body.cl (DNNB_ROW_VECS undefined) this part is left out.
+#ifdef DNNB_ROW_VECS
+inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_vec* cache, float* m_out,
+                                       local float* scratch) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    const int c = dnnb_chunk_col(k);
+    cache[k] = c < cols ? dnnb_row_load(row, c, cols, -INFINITY) : (dnnb_vec)(-INFINITY);
+    m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+  }
+  m = dnnb_row_wg_max(m, scratch);
+  const float shift = m == -INFINITY ? 0.0f : m;
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    cache[k] = exp(cache[k] - shift);
+    s += dnnb_vsum(cache[k]);
+  }
+  *m_out = m;
+  return dnnb_row_wg_sum(s, scratch);
+}
+#endif

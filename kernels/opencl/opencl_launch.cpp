@@ -115,23 +115,23 @@ Status enqueue(OpenCLDevice& device, cl_kernel kernel, cl_uint dims, const size_
   return Status::ok();
 }
 
-Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what) {
+Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what, int64_t per_item) {
   if (n <= 0) return Status::ok();
   auto limit = work_group_limit(device, kernel, 256);
   if (!limit) return limit.status();
   const size_t local = *limit;
-  const size_t items = ceil_div(static_cast<size_t>(n), 4);
+  const size_t items = ceil_div(static_cast<size_t>(n), static_cast<size_t>(per_item));
   const size_t groups = std::min(ceil_div(items, local), kMaxGroups);
   const size_t global = groups * local;
   return enqueue(device, kernel, 1, &global, &local, what);
 }
 
 Status launch_elementwise_rows(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols,
-                               const std::string& what) {
+                               const std::string& what, int64_t per_item) {
   if (rows <= 0 || cols <= 0) return Status::ok();
   auto limit = work_group_limit(device, kernel, 256);
   if (!limit) return limit.status();
-  const size_t vecs = ceil_div(static_cast<size_t>(cols), 4);
+  const size_t vecs = ceil_div(static_cast<size_t>(cols), static_cast<size_t>(per_item));
   size_t local[2];
   local[0] = std::min(*limit, ceil_pow2(vecs));
   local[1] = std::min(*limit / local[0], ceil_pow2(static_cast<size_t>(rows)));
@@ -158,15 +158,82 @@ Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& ge
   return enqueue(device, kernel, 1, &geometry.global, &geometry.local, what);
 }
 
+int64_t row_chunk_width(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
+
+bool row_fills_work_group(DType dtype, int64_t cols) {
+  return cols >= static_cast<int64_t>(kRowWorkGroup) * row_chunk_width(dtype) / 4;
+}
+
+int row_cache_vecs(DType dtype, int64_t cols) {
+  if (!row_fills_work_group(dtype, cols)) return 0;
+  const int64_t width = row_chunk_width(dtype);
+  const int max_vecs = static_cast<int>(64 / width);  // 64 floats of registers per work-item
+  for (int vecs = 1; vecs <= max_vecs; vecs *= 2)
+    if (cols <= static_cast<int64_t>(kRowWorkGroup) * width * vecs) return vecs;
+  return 0;
+}
+
+Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views) {
+  cl_uint base_align_bits = 0;
+  DNNB_CL_TRY(clGetDeviceInfo(device.device_id(), CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(base_align_bits),
+                              &base_align_bits, nullptr));
+  cl_bool little_endian = CL_FALSE;
+  DNNB_CL_TRY(clGetDeviceInfo(device.device_id(), CL_DEVICE_ENDIAN_LITTLE, sizeof(little_endian), &little_endian,
+                              nullptr));
+  if (base_align_bits < 128 || little_endian != CL_TRUE) return false;
+  const int64_t width = row_chunk_width(dtype);
+  for (const ClRows& v : views) {
+    if (v.col_stride != 1 || v.offset % width != 0) return false;
+    for (cl_long d = 0; d < v.outer_dims; ++d)
+      if (v.size[d] > 1 && v.stride[d] % width != 0) return false;
+  }
+  return true;
+}
+
+std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned) {
+  return build_options(device, dtype,
+                       "-DDNNB_ROW_WG=" + std::to_string(kRowWorkGroup) + " -DDNNB_ROW_VECS=" +
+                           std::to_string(vecs) + " -DDNNB_ALIGNED=" + (aligned ? "1" : "0"));
+}
+
+Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel) {
+  size_t kernel_max = 0;
+  DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max),
+                                       &kernel_max, nullptr));
+  return kernel_max >= kRowWorkGroup && device.max_work_group_size() >= kRowWorkGroup;
+}
+
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what) {
+  if (rows <= 0) return Status::ok();
+  // The kernel's local arrays and reductions are sized for exactly kRowWorkGroup items: refuse
+  // a kernel that was built for another size rather than let it index past them.
+  size_t compiled[3] = {0, 0, 0};
+  DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                                       sizeof(compiled), compiled, nullptr));
+  if (compiled[0] != kRowWorkGroup || compiled[1] != 1 || compiled[2] != 1)
+    return DNNB_ERROR(what + ": kernel compiled for work-group " + std::to_string(compiled[0]) + "x" +
+                      std::to_string(compiled[1]) + "x" + std::to_string(compiled[2]) + ", launch needs " +
+                      std::to_string(kRowWorkGroup) + "x1x1");
+  const size_t local = kRowWorkGroup;
+  const size_t global = std::min(static_cast<size_t>(rows), kMaxGroups) * local;
+  return enqueue(device, kernel, 1, &global, &local, what);
+}
+
 const std::vector<DType>& float_dtypes() {
   static const std::vector<DType> list = {DType::f32, DType::f16, DType::bf16};
   return list;
 }
 
 bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
+  return register_opencl(op, "", std::move(dtypes), std::move(run));
+}
+
+bool register_opencl(const std::string& op, const std::string& variant, std::vector<DType> dtypes,
+                     std::function<Status(OpCall&)> run) {
   Implementation impl;
   impl.op = op;
   impl.backend = "opencl";
+  impl.variant = variant;
   impl.dtypes = dtypes;
   impl.supports = [op, dtypes](const Problem& problem, const DeviceRuntime& device) -> Status {
     if (dynamic_cast<const OpenCLDevice*>(&device) == nullptr)

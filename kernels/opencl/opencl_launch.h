@@ -71,9 +71,10 @@ Status enqueue(OpenCLDevice& device, cl_kernel kernel, cl_uint dims, const size_
 
 // Elementwise geometry. flat: n elements, four per work-item, 1-D. rows: dim 0 over groups of
 // four columns, dim 1 over rows (grid-stride loops in the kernels cover the rest).
-Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what);
+// `per_item` is the number of elements (flat) or columns (rows) one work-item takes per step.
+Status launch_flat(OpenCLDevice& device, cl_kernel kernel, int64_t n, const std::string& what, int64_t per_item = 4);
 Status launch_elementwise_rows(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols,
-                               const std::string& what);
+                               const std::string& what, int64_t per_item = 4);
 
 // Row kernels (one work-group per row). The work-group size is a power of two chosen so the
 // row fits the register cache (DNNB_CACHE_VECS float4 per work-item) where possible; the
@@ -88,9 +89,40 @@ struct RowGeometry {
 Result<RowGeometry> row_geometry(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols);
 Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& geometry, const std::string& what);
 
-// Registers an implementation of `op` on backend "opencl"; supports() checks the dtype and
-// that the device is an OpenCL device.
+// Row-cached kernels (row_body.cl): one work-group of exactly kRowWorkGroup items per row,
+// each item holding `vecs` chunks of 16 bytes of storage (4 f32 or 8 f16/bf16 columns) in
+// registers. The programs are built with row_options(); the kernels declare
+// reqd_work_group_size(kRowWorkGroup) and size their local arrays from it.
+constexpr size_t kRowWorkGroup = 256;
+// Columns per chunk: 4 for f32, 8 for f16 and bf16.
+int64_t row_chunk_width(DType dtype);
+// True when a row is long enough for a whole work-group of kRowWorkGroup items: at least a
+// quarter chunk per item. Shorter rows go to the older kernels, whose work-group size follows
+// the row length.
+bool row_fills_work_group(DType dtype, int64_t cols);
+// The fewest chunks per work-item (1, 2, 4, ... up to 64 floats of registers) that hold a row
+// of `cols`, or 0 when the row is too long (the op then uses its streaming kernel) or too
+// short (row_fills_work_group).
+int row_cache_vecs(DType dtype, int64_t cols);
+// True when the typed 16-byte accesses of DNNB_ALIGNED=1 are legal for every view: unit
+// column stride, offset and every outer stride a multiple of the chunk width, and the device
+// aligns buffer bases to at least 16 bytes (and is little-endian: chunks are reinterpreted).
+Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views);
+// build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS and -DDNNB_ALIGNED.
+std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned);
+// False when this kernel cannot run kRowWorkGroup items on this device (its register use may
+// lower CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
+Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel);
+// One work-group of kRowWorkGroup items per row (grid-stride beyond kMaxGroups rows).
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what);
+// Largest row (in columns) the int column math of row_body.cl accepts.
+constexpr int64_t kRowMaxCols = int64_t{1} << 30;
+
+// Registers an implementation of `op` on backend "opencl" (variant "" is the default);
+// supports() checks the dtype and that the device is an OpenCL device.
 bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run);
+bool register_opencl(const std::string& op, const std::string& variant, std::vector<DType> dtypes,
+                     std::function<Status(OpCall&)> run);
 
 // Dtypes of family 1 (f32, f16, bf16).
 const std::vector<DType>& float_dtypes();

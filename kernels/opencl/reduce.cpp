@@ -1,11 +1,34 @@
+// Host side of the row reductions: reduce_chunks when x has unit column stride and rows long
+// enough for a work-group of kRowWorkGroup items, else reduce_rows; variant "legacy" is
+// always reduce_rows.
 #include "kernels/opencl/reduce.h"
 
 #include "kernels/opencl/reduce_body_cl.h"
+#include "kernels/opencl/row_body_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_reduce(OpCall& call, const std::string& program_name, const std::string& source) {
+// reduce_chunks, or false when the problem is not one it takes.
+Result<bool> try_reduce_chunks(OpCall& call, OpenCLDevice& device, const std::string& program_name,
+                               const std::string& source, const ClRows& xr, const ClRows& yr) {
+  const DType dtype = call.problem.dtype;
+  if (!row_fills_work_group(dtype, xr.cols) || xr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
+  auto aligned = rows_chunk_aligned(device, dtype, {xr});
+  if (!aligned) return aligned.status();
+  auto kernel = device.kernel(program_name, source, "reduce_chunks", row_options(device, dtype, 1, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.outputs[0])).add(yr);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, program_name + "/reduce_chunks"));
+  return true;
+}
+
+Status run_reduce(OpCall& call, const std::string& program_name, const std::string& source, bool allow_chunks) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -23,7 +46,13 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
   if (!xr) return xr.status();
   auto yr = cl_rows(with_unit_last_dim(y));
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel(program_name, source, "reduce_rows", build_options(**device, call.problem.dtype));
+  if (allow_chunks) {
+    auto done = try_reduce_chunks(call, **device, program_name, source, *xr, *yr);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
+  auto kernel =
+      (*device)->kernel(program_name, source, "reduce_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -36,8 +65,11 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
 }  // namespace
 
 bool register_reduce(const std::string& op, const char* op_source) {
-  std::string source = program_source({op_source, opencl_source::reduce_body});
-  return register_opencl(op, float_dtypes(), [op, source](OpCall& call) { return run_reduce(call, op, source); });
+  std::string source = program_source({op_source, opencl_source::row_body, opencl_source::reduce_body});
+  return register_opencl(op, float_dtypes(),
+                         [op, source](OpCall& call) { return run_reduce(call, op, source, true); }) &&
+         register_opencl(op, "legacy", float_dtypes(),
+                         [op, source](OpCall& call) { return run_reduce(call, op, source, false); });
 }
 
 }  // namespace dnnb::opencl

@@ -1,6 +1,42 @@
 // rmsnorm over the last dim, one work-group per row:
 //   torch form: y = x / sqrt(mean(x^2) + eps) * w;  gemma form (gemma = 1): ... * (1 + w).
 // Computed in f32 and rounded once (Gemma's float32 form; see docs/ops-family1.md).
+// Two kernels: rmsnorm_cached (row_body.cl: the row in registers, every view with unit column
+// stride) and rmsnorm_rows (any layout and length; also the "legacy" variant).
+
+// ---- rmsnorm_cached -------------------------------------------------------------------------
+// One read of x, one two-level reduction of the squares, y = x * inv_rms * (w [+ 1]) on the
+// way out.
+DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
+                                    float eps, int gemma, global dnnb_t* y, dnnb_rows yr) {
+  local float scratch[DNNB_ROW_SCRATCH];
+  const int cols = (int)xr.cols;
+  const float weight_bias = gemma ? 1.0f : 0.0f;
+  const global dnnb_t* wrow = w + wr.offset;
+  for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
+    const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
+    global dnnb_t* yrow = y + dnnb_row_start(yr, r);
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      cache[k] = c < cols ? dnnb_row_load(xrow, c, cols, 0.0f) : (dnnb_vec)(0.0f);
+      q += dnnb_vsum(cache[k] * cache[k]);
+    }
+    const float inv_rms = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) / (float)cols + eps);
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols) {
+        const dnnb_vec vw = dnnb_row_load(wrow, c, cols, 0.0f) + weight_bias;
+        dnnb_row_store(yrow, c, cols, cache[k] * inv_rms * vw);
+      }
+    }
+  }
+}
+
+// ---- rmsnorm_rows ---------------------------------------------------------------------------
 kernel void rmsnorm_rows(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* w, dnnb_rows wr,
                          float eps, int gemma, global dnnb_t* y, dnnb_rows yr, local float* scratch) {
   const long lid = get_local_id(0);

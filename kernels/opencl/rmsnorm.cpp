@@ -1,11 +1,37 @@
-// rmsnorm over the last dim on OpenCL (torch and gemma forms): rmsnorm.cl.
+// rmsnorm over the last dim on OpenCL (torch and gemma forms): rmsnorm.cl. The default takes
+// rmsnorm_cached when the row fits its register cache and every view has unit column stride,
+// else rmsnorm_rows; variant "legacy" is always rmsnorm_rows.
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/rmsnorm_cl.h"
+#include "kernels/opencl/row_body_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_rmsnorm(OpCall& call, const std::string& source) {
+// rmsnorm_cached, or false when the problem is not one it takes.
+Result<bool> try_rmsnorm_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& xr,
+                                const ClRows& wr, const ClRows& yr, float eps, bool gemma) {
+  const DType dtype = call.problem.dtype;
+  const int vecs = row_cache_vecs(dtype, xr.cols);
+  if (vecs == 0 || xr.cols >= kRowMaxCols) return false;
+  for (const ClRows* v : {&xr, &wr, &yr})
+    if (v->col_stride != 1) return false;
+  auto aligned = rows_chunk_aligned(device, dtype, {xr, wr, yr});
+  if (!aligned) return aligned.status();
+  auto kernel = device.kernel("rmsnorm", source, "rmsnorm_cached", row_options(device, dtype, vecs, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.inputs[1])).add(wr).add(static_cast<cl_float>(eps));
+  args.add(cl_int{gemma ? 1 : 0}).add(cl_buffer(call.outputs[0])).add(yr);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "rmsnorm/rmsnorm_cached"));
+  return true;
+}
+
+Status run_rmsnorm(OpCall& call, const std::string& source, bool allow_cached) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -29,7 +55,13 @@ Status run_rmsnorm(OpCall& call, const std::string& source) {
   if (!wr) return wr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel("rmsnorm", source, "rmsnorm_rows", build_options(**device, call.problem.dtype));
+  if (allow_cached) {
+    auto done = try_rmsnorm_cached(call, **device, source, *xr, *wr, *yr, static_cast<float>(*eps), form == "gemma");
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
+  auto kernel =
+      (*device)->kernel("rmsnorm", source, "rmsnorm_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -41,8 +73,11 @@ Status run_rmsnorm(OpCall& call, const std::string& source) {
 }
 
 bool register_rmsnorm() {
-  std::string source = program_source({opencl_source::rmsnorm});
-  return register_opencl("rmsnorm", float_dtypes(), [source](OpCall& call) { return run_rmsnorm(call, source); });
+  std::string source = program_source({opencl_source::row_body, opencl_source::rmsnorm});
+  return register_opencl("rmsnorm", float_dtypes(),
+                         [source](OpCall& call) { return run_rmsnorm(call, source, true); }) &&
+         register_opencl("rmsnorm", "legacy", float_dtypes(),
+                         [source](OpCall& call) { return run_rmsnorm(call, source, false); });
 }
 
 }  // namespace

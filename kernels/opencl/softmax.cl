@@ -3,6 +3,63 @@
 //   y = exp(z - max z) / sum exp(z - max z);  a row whose z are all -inf gives y = 0 (as SDPA).
 // The mask is an additive view broadcast to x's shape (has_mask = 0: no mask; `mask` is then
 // any valid buffer and never read).
+// Two kernels: softmax_cached (row_body.cl: rows up to 64 floats per work-item, x and y
+// with unit column stride) and softmax_rows (any layout and length; also the "legacy" variant).
+
+// ---- softmax_cached -------------------------------------------------------------------------
+// The row is read once into registers as z, then: row max (one two-level reduction), exp in
+// place, row sum (a second one), one multiply per element on the way out. Two cheap
+// reductions with a single exp per element beat merging (max, sum) pairs, whose tree needs
+// two exps per step. mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
+// loads); 2 one mask value per row (column stride 0, e.g. a [N, 1] mask).
+inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* mrow, int mask_mode,
+                                float mask_scalar, int c, int cols, float scale, float softcap) {
+  dnnb_vec t = dnnb_row_load(xrow, c, cols, 0.0f);
+  if (softcap > 0.0f) t = softcap * tanh(t / softcap);
+  dnnb_vec z = scale * t;
+  if (mask_mode == 1) z += dnnb_row_load(mrow, c, cols, 0.0f);
+  if (mask_mode == 2) z += mask_scalar;
+  return select((dnnb_vec)(-INFINITY), z, dnnb_row_inside(c, cols));
+}
+
+DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* mask, dnnb_rows mr,
+                                    int mask_mode, float scale, float softcap, global dnnb_t* y, dnnb_rows yr) {
+  local float scratch[DNNB_ROW_SCRATCH];
+  const int cols = (int)xr.cols;
+  for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
+    const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
+    global dnnb_t* yrow = y + dnnb_row_start(yr, r);
+    const global dnnb_t* mrow = mask_mode != 0 ? mask + dnnb_row_start(mr, r) : x;
+    const float mask_scalar = mask_mode == 2 ? DNNB_LOAD(mrow, 0) : 0.0f;
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      cache[k] = c < cols ? softmax_z_chunk(xrow, mrow, mask_mode, mask_scalar, c, cols, scale, softcap)
+                          : (dnnb_vec)(-INFINITY);
+      m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+    }
+    m = dnnb_row_wg_max(m, scratch);
+    // A fully masked row (m = -inf): exp(-inf - 0) = 0 everywhere, and y = 0 as SDPA gives.
+    const float shift = m == -INFINITY ? 0.0f : m;
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      cache[k] = exp(cache[k] - shift);
+      s += dnnb_vsum(cache[k]);
+    }
+    s = dnnb_row_wg_sum(s, scratch);
+    const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
+    }
+  }
+}
+
+// ---- softmax_rows ---------------------------------------------------------------------------
 
 // z for columns c..c+3; columns past the row end are -inf so they add nothing.
 inline float4 softmax_z4(const global dnnb_t* x, long xs, long x_cs, const global dnnb_t* mask, long ms,

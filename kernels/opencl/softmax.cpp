@@ -1,11 +1,46 @@
 // softmax over the last dim on OpenCL (scale, softcap, additive broadcast mask): softmax.cl.
+// The default takes softmax_cached when the row fits its register cache and x, y (and a
+// mask row) have unit column stride, else softmax_rows; variant "legacy" is always
+// softmax_rows (kept to compare the two on a new device).
 #include "kernels/opencl/opencl_launch.h"
+#include "kernels/opencl/row_body_cl.h"
 #include "kernels/opencl/softmax_cl.h"
 
 namespace dnnb::opencl {
 namespace {
 
-Status run_softmax(OpCall& call, const std::string& source) {
+// 0: no mask; 1: mask rows with unit column stride; 2: one value per row; -1: any other
+// layout (softmax_cached cannot take it).
+int mask_mode(bool has_mask, const ClRows& mr) {
+  if (!has_mask) return 0;
+  if (mr.col_stride == 1) return 1;
+  if (mr.col_stride == 0) return 2;
+  return -1;
+}
+
+// softmax_cached, or false when the problem is not one it takes.
+Result<bool> try_softmax_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const Tensor& x,
+                                const ClRows& xr, const Tensor& mask, const ClRows& mr, int mode, float scale,
+                                float softcap, const Tensor& y, const ClRows& yr) {
+  const DType dtype = call.problem.dtype;
+  const int vecs = row_cache_vecs(dtype, xr.cols);
+  if (vecs == 0 || mode < 0 || xr.col_stride != 1 || yr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
+  auto aligned = mode == 1 ? rows_chunk_aligned(device, dtype, {xr, yr, mr}) : rows_chunk_aligned(device, dtype, {xr, yr});
+  if (!aligned) return aligned.status();
+  auto kernel = device.kernel("softmax", source, "softmax_cached", row_options(device, dtype, vecs, *aligned));
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel);
+  if (!fits) return fits.status();
+  if (!*fits) return false;
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(x)).add(xr).add(cl_buffer(mask)).add(mr).add(cl_int{mode});
+  args.add(static_cast<cl_float>(scale)).add(static_cast<cl_float>(softcap)).add(cl_buffer(y)).add(yr);
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "softmax/softmax_cached"));
+  return true;
+}
+
+Status run_softmax(OpCall& call, const std::string& source, bool allow_cached) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   const bool has_mask = call.inputs.size() == 2;
@@ -28,7 +63,13 @@ Status run_softmax(OpCall& call, const std::string& source) {
   if (!mr) return mr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel("softmax", source, "softmax_rows", build_options(**device, call.problem.dtype));
+  if (allow_cached) {
+    auto done = try_softmax_cached(call, **device, source, x, *xr, *mask, *mr, mask_mode(has_mask, *mr),
+                                   static_cast<float>(*scale), static_cast<float>(*softcap), y, *yr);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
+  auto kernel = (*device)->kernel("softmax", source, "softmax_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -41,8 +82,11 @@ Status run_softmax(OpCall& call, const std::string& source) {
 }
 
 bool register_softmax() {
-  std::string source = program_source({opencl_source::softmax});
-  return register_opencl("softmax", float_dtypes(), [source](OpCall& call) { return run_softmax(call, source); });
+  std::string source = program_source({opencl_source::row_body, opencl_source::softmax});
+  return register_opencl("softmax", float_dtypes(),
+                         [source](OpCall& call) { return run_softmax(call, source, true); }) &&
+         register_opencl("softmax", "legacy", float_dtypes(),
+                         [source](OpCall& call) { return run_softmax(call, source, false); });
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+// Shared by the row-cached kernels (softmax, layernorm, rmsnorm, the cross-entropy kernels,
+// the row reductions); placed after the prelude. Built with three more options, all set by the
+// host (opencl_launch.cpp, RowPlan), which checks them against the launch:
+//   -DDNNB_ROW_WG=n      the work-group size; kernels declare reqd_work_group_size(n), so a
+//                        launch with another size is refused by the runtime instead of
+//                        overrunning the local arrays sized from n below.
+//   -DDNNB_ROW_VECS=k    chunks per work-item held in registers (the row cache).
+//   -DDNNB_ALIGNED=0|1   1 only when the host proved that every row start of every tensor
+//                        accessed by chunks is a multiple of DNNB_VW elements from a buffer
+//                        base aligned to 16 bytes: then full chunks use typed 16-byte loads
+//                        and stores. 0: vloadn/vload_halfn, which need element alignment only.
+//
+// A chunk is DNNB_VW consecutive columns (16 bytes of storage: 4 f32 or 8 f16/bf16), held as
+// float4/float8 (dnnb_vec). Work-item `lid` owns chunks k = 0..DNNB_ROW_VECS-1 at column
+// (k * DNNB_ROW_WG + lid) * DNNB_VW, so each load instruction of a warp reads consecutive
+// 16-byte pieces. Column math is int (the host checks cols < 2^31); row starts are long.
+#if !defined(DNNB_ROW_WG) || !defined(DNNB_ROW_VECS) || !defined(DNNB_ALIGNED)
+#error "row_body.cl needs -DDNNB_ROW_WG, -DDNNB_ROW_VECS and -DDNNB_ALIGNED"
+#endif
+#if (DNNB_ROW_WG % 16) != 0
+#error "DNNB_ROW_WG must be a multiple of 16 (two-level reduction)"
+#endif
+
+#if defined(DNNB_F32)
+#define DNNB_VW 4
+typedef float4 dnnb_vec;
+typedef int4 dnnb_ivec;
+#define DNNB_IOTA ((int4)(0, 1, 2, 3))
+#define dnnb_vload_unaligned(p) vload4(0, (p))
+#define dnnb_vstore_unaligned(v, p) vstore4((v), 0, (p))
+inline float4 dnnb_vload_aligned(const global float* p) { return *(const global float4*)p; }
+inline void dnnb_vstore_aligned(float4 v, global float* p) { *(global float4*)p = v; }
+#else
+#define DNNB_VW 8
+typedef float8 dnnb_vec;
+typedef int8 dnnb_ivec;
+#define DNNB_IOTA ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#if defined(DNNB_F16)
+// The 16 bytes come in as one uint4; vload_half8 on a private copy converts them (a copy the
+// compiler can keep in registers: not yet confirmed on NVIDIA), so no 2-byte global loads.
+inline float8 dnnb_vload_aligned(const global half* p) {
+  const uint4 bits = *(const global uint4*)p;
+  return vload_half8(0, (const private half*)&bits);
+}
+inline void dnnb_vstore_aligned(float8 v, global half* p) {
+  uint4 bits;
+  vstore_half8_rte(v, 0, (private half*)&bits);
+  *(global uint4*)p = bits;
+}
+#define dnnb_vload_unaligned(p) vload_half8(0, (p))
+#define dnnb_vstore_unaligned(v, p) vstore_half8_rte((v), 0, (p))
+#else  // bf16: a bf16 is the top half of an f32, so widening is a shift or a mask.
+inline float8 dnnb_bf16x8_widen(uint4 u) {
+  const uint4 lo = u << 16;
+  const uint4 hi = u & 0xffff0000u;
+  return (float8)(as_float(lo.x), as_float(hi.x), as_float(lo.y), as_float(hi.y), as_float(lo.z),
+                  as_float(hi.z), as_float(lo.w), as_float(hi.w));
+}
+inline uint dnnb_bf16x2_pack(float lo, float hi) {
+  return (uint)dnnb_f32_to_bf16(lo) | ((uint)dnnb_f32_to_bf16(hi) << 16);
+}
+inline uint4 dnnb_bf16x8_narrow(float8 v) {
+  return (uint4)(dnnb_bf16x2_pack(v.s0, v.s1), dnnb_bf16x2_pack(v.s2, v.s3), dnnb_bf16x2_pack(v.s4, v.s5),
+                 dnnb_bf16x2_pack(v.s6, v.s7));
+}
+inline float8 dnnb_vload_aligned(const global ushort* p) { return dnnb_bf16x8_widen(*(const global uint4*)p); }
+inline void dnnb_vstore_aligned(float8 v, global ushort* p) { *(global uint4*)p = dnnb_bf16x8_narrow(v); }
+inline float8 dnnb_vload_unaligned(const global ushort* p) {
+  return dnnb_bf16x8_widen(as_uint4(vload8(0, p)));
+}
+inline void dnnb_vstore_unaligned(float8 v, global ushort* p) { vstore8(as_ushort8(dnnb_bf16x8_narrow(v)), 0, p); }
+#endif
+#endif
+
+#if DNNB_ALIGNED
+#define dnnb_vload_full dnnb_vload_aligned
+#define dnnb_vstore_full dnnb_vstore_aligned
+#else
+#define dnnb_vload_full dnnb_vload_unaligned
+#define dnnb_vstore_full dnnb_vstore_unaligned
+#endif
+
+// ---- chunks of one contiguous row (col_stride 1) ------------------------------------------
+// Columns c..c+DNNB_VW-1 of `row`; those at or past `cols` read as `fill` and are never
+// touched in memory (the last chunk of a row may be partial: scalar loads, bounds checked).
+inline dnnb_vec dnnb_row_load(const global dnnb_t* row, int c, int cols, float fill) {
+  if (c + DNNB_VW <= cols) return dnnb_vload_full(row + c);
+  float part[DNNB_VW];
+  for (int j = 0; j < DNNB_VW; ++j) part[j] = c + j < cols ? DNNB_LOAD(row, c + j) : fill;
+#if DNNB_VW == 4
+  return vload4(0, part);
+#else
+  return vload8(0, part);
+#endif
+}
+
+inline void dnnb_row_store(global dnnb_t* row, int c, int cols, dnnb_vec v) {
+  if (c + DNNB_VW <= cols) {
+    dnnb_vstore_full(v, row + c);
+    return;
+  }
+  float part[DNNB_VW];
+#if DNNB_VW == 4
+  vstore4(v, 0, part);
+#else
+  vstore8(v, 0, part);
+#endif
+  for (int j = 0; j < DNNB_VW; ++j)
+    if (c + j < cols) DNNB_STORE(row, c + j, part[j]);
+}
+
+// Columns c..c+DNNB_VW-1 that lie inside the row: all-ones lanes (as select() wants) where so.
+inline dnnb_ivec dnnb_row_inside(int c, int cols) { return ((dnnb_ivec)(c) + DNNB_IOTA) < (dnnb_ivec)(cols); }
+
+// First column of chunk k of this work-item.
+inline int dnnb_chunk_col(int k) { return (k * DNNB_ROW_WG + (int)get_local_id(0)) * DNNB_VW; }
+
+// ---- horizontal reductions of one chunk ---------------------------------------------------
+#if DNNB_VW == 4
+inline float dnnb_vsum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+inline float dnnb_vmax(float4 v) { return dnnb_max_nan(dnnb_max_nan(v.x, v.y), dnnb_max_nan(v.z, v.w)); }
+#else
+inline float dnnb_vsum(float8 v) { return ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7)); }
+inline float dnnb_vmax(float8 v) {
+  return dnnb_max_nan(dnnb_max_nan(dnnb_max_nan(v.s0, v.s1), dnnb_max_nan(v.s2, v.s3)),
+                      dnnb_max_nan(dnnb_max_nan(v.s4, v.s5), dnnb_max_nan(v.s6, v.s7)));
+}
+#endif
+
+// Lane-wise max that propagates NaN (as dnnb_max_nan).
+inline dnnb_vec dnnb_vmax2(dnnb_vec a, dnnb_vec b) { return select(b, a, (a > b) | isnan(a)); }
+
+// ---- work-group reductions in two levels ---------------------------------------------------
+// Local scratch of DNNB_ROW_SCRATCH floats, declared by the kernel at kernel scope (so its size
+// is the compile-time work-group size, never a host assumption). Level 1: 16 work-items each
+// combine DNNB_ROW_WG/16 values (stride 16: consecutive banks); level 2: every work-item combines
+// the 16 results itself (broadcast reads). Three barriers instead of log2(n) + 1, and a fixed
+// order, so results are bitwise reproducible. The last barrier lets the caller reuse scratch.
+#define DNNB_ROW_SCRATCH (DNNB_ROW_WG + 16)
+
+inline float dnnb_row_wg_sum(float v, local float* scratch) {
+  const int lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < 16) {
+    float a = scratch[lid];
+    for (int j = 1; j < DNNB_ROW_WG / 16; ++j) a += scratch[lid + 16 * j];
+    scratch[DNNB_ROW_WG + lid] = a;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float total = scratch[DNNB_ROW_WG];
+  for (int j = 1; j < 16; ++j) total += scratch[DNNB_ROW_WG + j];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+inline float dnnb_row_wg_max(float v, local float* scratch) {
+  const int lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < 16) {
+    float a = scratch[lid];
+    for (int j = 1; j < DNNB_ROW_WG / 16; ++j) a = dnnb_max_nan(a, scratch[lid + 16 * j]);
+    scratch[DNNB_ROW_WG + lid] = a;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float total = scratch[DNNB_ROW_WG];
+  for (int j = 1; j < 16; ++j) total = dnnb_max_nan(total, scratch[DNNB_ROW_WG + j]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+#define DNNB_ROW_KERNEL kernel __attribute__((reqd_work_group_size(DNNB_ROW_WG, 1, 1)))
