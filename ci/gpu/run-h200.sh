@@ -12,7 +12,8 @@
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
 #   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
-#             OpenCL device) into $OUT/rebench.tgz
+#             OpenCL device; backend may be a comma list, e.g. opencl,opencl/legacy) into
+#             $OUT/rebench.tgz; REBENCH_ARGS adds bench flags, e.g. "--size 16384x8192"
 #   reference the float64 reference at 64x8192 on the host CPU ($OUT/bench-reference.json)
 #   verify    per-op check of VERIFY_BACKENDS with a fallback to .fallback/kernels/<backend>
 #   roofline  the measured ceilings of every device ($OUT/ceilings.json); ROOFLINE_RUNS=2 runs it
@@ -94,9 +95,10 @@ for step in "$@"; do
     for item in "${items[@]}"; do
       read -r backend device ops <<< "$item"
       [ "$device" = nvidia-opencl ] && device=$ocl_nv
+      tag=${backend//[,\/]/_}
       for op in ${ops//,/ }; do
         timeout 150 $bin bench --backend "$backend" --device "$device" --op "$op" --repetitions 5 --max-time 1 \
-          ${CEILINGS:+--ceilings "$CEILINGS"} --out "/tmp/rebench/bench-$backend-$op.json" > "/tmp/rebench/bench-$backend-$op.txt" 2>&1
+          ${REBENCH_ARGS:-} ${CEILINGS:+--ceilings "$CEILINGS"} --out "/tmp/rebench/bench-$tag-$op.json" > "/tmp/rebench/bench-$tag-$op.txt" 2>&1
         echo "  $backend $op on $device: exit $?"
       done
     done
