@@ -12,6 +12,26 @@ namespace dnnb::avx512 {
 
 const bool has_native_bf16 = cpu_features().avx512_bf16_usable();
 
+const int prefetch_level = [] {
+  const char* env = std::getenv("DNNB_AVX512_PREFETCH");
+  return env == nullptr || *env == '\0' ? 1 : static_cast<int>(std::strtol(env, nullptr, 10));
+}();
+
+// Row r + 1 of t (and of `second`, e.g. a softmax mask), when prefetching is on, the row
+// exists and its columns are unit-stride (a gathered row is read through scratch instead).
+// Rows are given to threads in contiguous blocks (parallel_tasks), so r + 1 is the row this
+// thread runs next except at the end of its block.
+NextRow next_row_of(const HostRows& t, int64_t r, const HostRows* second, int min_level) {
+  NextRow next;
+  if (prefetch_level < min_level || r + 1 >= t.rows()) return next;
+  next.col_bytes = static_cast<int64_t>(t.element_size);
+  if (t.col_stride() == 1) next.base[next.count++] = t.data + t.index.row_offset(r + 1) * next.col_bytes;
+  if (second != nullptr && second->col_stride() == 1 && second->element_size == t.element_size &&
+      second->index.row_offset(r + 1) != second->index.row_offset(r))
+    next.base[next.count++] = second->data + second->index.row_offset(r + 1) * next.col_bytes;
+  return next;
+}
+
 Status cpu_status() {
   const CpuFeatures& f = cpu_features();
   std::string missing;

@@ -189,6 +189,59 @@ DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, b
   }
 }
 
+// ---- Prefetching the next row -----------------------------------------------------------
+
+// Row kernels read a row from DRAM once, then work on it in cache (exponentials, the write
+// pass). During that work the core issues no DRAM reads: the hardware prefetchers follow
+// demand misses only, so a core's share of the bandwidth sits idle for most of each row.
+// NextRow spreads software prefetches (into L2) of the row this thread takes next over a
+// pass with other work (64 columns per step, or pieces of a write pass: write_prefetching),
+// so the next row's first pass finds it in L2 and the DRAM stream stays busy.
+// DNNB_AVX512_PREFETCH picks where (for A/B timing on a given machine): 0 nowhere; 1 (the
+// default) in the row ops that work on a row in cache (softmax, layernorm, rmsnorm,
+// cross_entropy, cross_entropy_bwd); 2 also in the single-pass reductions (sum, mean, max,
+// norm2), which have no compute phase to hide it behind: there it only adds a second read
+// stream per core, which measured no better on the 2-core build VM, so it is opt-in.
+extern const int prefetch_level;
+
+struct NextRow {
+  const char* base[2] = {nullptr, nullptr};  // the first `count` are set: up to two tensors' rows
+  int count = 0;
+  int64_t col_bytes = 0;                     // bytes per column (the same for both)
+
+  bool empty() const { return count == 0; }
+  // Prefetches columns [c0, c0 + cols) of the next row (whole 64-byte lines from there on).
+  DNNB_AVX512_INLINE void fetch(int64_t c0, int64_t cols) const {
+    for (int k = 0; k < count; ++k) {
+      const char* p = base[k] + c0 * col_bytes;
+      for (int64_t off = 0; off < cols * col_bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
+    }
+  }
+};
+
+// Runs write(c0, n) over columns [0, cols) in pieces, prefetching the same columns of `next`
+// before each piece: for write passes, which go 16 columns at a time, where a check per
+// vector costs ~8% on rows in cache, and where prefetching a whole row at once would only
+// queue up behind the core's miss buffers. Pieces of 1024 columns keep 64-byte alignment.
+template <class Write>
+DNNB_AVX512 void write_prefetching(int64_t cols, const NextRow& next, Write&& write) {
+  if (next.empty()) {
+    write(int64_t{0}, cols);
+    return;
+  }
+  constexpr int64_t kPiece = 1024;
+  for (int64_t c = 0; c < cols; c += kPiece) {
+    const int64_t n = std::min(kPiece, cols - c);
+    next.fetch(c, n);
+    write(c, n);
+  }
+}
+
+// Forward declaration: NextRow for a HostRows is built below, after HostRows.
+struct HostRows;
+// NextRow of row r + 1 of t (and of `second`), or none when prefetch_level < min_level.
+NextRow next_row_of(const HostRows& t, int64_t r, const HostRows* second = nullptr, int min_level = 1);
+
 // ---- Rows of a host tensor ---------------------------------------------------------------
 
 // One tensor as kernels address it: element (r, c) is at data + row_offset(r) + c*col_stride.

@@ -1,7 +1,9 @@
-// cross_entropy: mean over kept rows of logsumexp(row) - row[target]. Each row's
-// logsumexp from one online pass (max + log sum e^(x - max)); the per-row losses are
-// summed in f64 on the calling thread in row order (deterministic, and n_rows terms would
-// otherwise add ~n_rows/2 ulp). All rows ignored gives NaN, as torch.
+// cross_entropy: mean over kept rows of logsumexp(row) - row[target]. Whole rows per thread:
+// the row's max, then sum e^(x - max) from cache (one exponential per element, the next row
+// prefetched meanwhile); rows cut into column chunks: online statistics per chunk, merged in
+// column order. logsumexp = max + log sum. The per-row losses are summed in f64 on the
+// calling thread in row order (deterministic, and n_rows terms would otherwise add
+// ~n_rows/2 ulp). All rows ignored gives NaN, as torch.
 #include "kernels/avx512/cross_entropy_rows.h"
 
 namespace dnnb::avx512 {
@@ -18,18 +20,30 @@ Status run_cross_entropy(OpCall& call) {
   auto targets = read_targets(call, rows, x->cols());
   if (!targets) return targets.status();
   std::vector<float> loss(static_cast<size_t>(rows), 0.0f);
-  for_each_row<OnlineSoftmax>(
-      rows, x->cols(),
-      [&](int64_t r, int64_t c0, int64_t n) {
-        if (targets->ignored(r)) return OnlineSoftmax{};
-        return logits_stats<Fmt>(read_span<T>(*x, r, c0, n, 0), n);
-      },
-      merge_online,
-      [&](int64_t r, int64_t c0, int64_t, const OnlineSoftmax& row) {
-        if (c0 != 0 || targets->ignored(r)) return;
-        const T picked = x->row<const T>(r)[targets->target[r] * x->col_stride()];
-        loss[r] = row.max + std::log(row.sum) - Fmt::to_float(picked);
-      });
+  auto loss_of = [&](int64_t r, const OnlineSoftmax& row) {
+    const T picked = x->row<const T>(r)[targets->target[r] * x->col_stride()];
+    return row.max + std::log(row.sum) - Fmt::to_float(picked);
+  };
+  const int64_t cols = x->cols();
+  if (plan_row_chunks(rows, cols).chunks == 1) {
+    // Whole rows per task: max pass, then one exponential per element (logits_row_stats).
+    parallel_tasks(rows, rows * std::max<int64_t>(cols, 1), [&](int64_t r) {
+      if (targets->ignored(r)) return;
+      loss[r] = loss_of(r, logits_row_stats<Fmt>(read_span<T>(*x, r, 0, cols, 0), cols, next_row_of(*x, r)));
+    });
+  } else {
+    for_each_row<OnlineSoftmax>(
+        rows, cols,
+        [&](int64_t r, int64_t c0, int64_t n) {
+          if (targets->ignored(r)) return OnlineSoftmax{};
+          return logits_stats<Fmt>(read_span<T>(*x, r, c0, n, 0), n);
+        },
+        merge_online,
+        [&](int64_t r, int64_t c0, int64_t, const OnlineSoftmax& row) {
+          if (c0 != 0 || targets->ignored(r)) return;
+          loss[r] = loss_of(r, row);
+        });
+  }
   double total = 0;
   for (int64_t r = 0; r < rows; ++r) total += loss[r];
   const double mean = targets->kept == 0 ? NAN : total / static_cast<double>(targets->kept);

@@ -1,8 +1,9 @@
 // cross_entropy_bwd: dlogits = (softmax(row) - onehot(target)) / kept for kept rows, 0 for
 // ignored rows (the gradient of the mean loss with grad 1). Whole rows per thread: the row's
 // max, then e^(x - max) and its sum kept in an f32 scratch row, then one write pass in which
-// the target column gets p - 1. Rows cut into column chunks: online statistics, merged,
-// then a write pass recomputing e^(x - max).
+// the target column gets p - 1 (the next row prefetched into L2 meanwhile: NextRow). Rows
+// cut into column chunks: online statistics, merged, then a write pass recomputing
+// e^(x - max).
 #include "kernels/avx512/cross_entropy_rows.h"
 
 namespace dnnb::avx512 {
@@ -30,8 +31,8 @@ DNNB_AVX512 void gradient_write(const typename Fmt::storage* x, int64_t n, int64
 // then dx = (e / sum - onehot) / kept.
 template <class Fmt>
 DNNB_AVX512 void gradient_row(const typename Fmt::storage* x, int64_t n, int64_t target, float inv_kept,
-                              float* z, typename Fmt::storage* dx, bool stream) {
-  const OnlineSoftmax row = exp_row(n, PlainLogits<Fmt>{x}, z, false);
+                              float* z, typename Fmt::storage* dx, bool stream, const NextRow& next) {
+  const OnlineSoftmax row = exp_row(n, PlainLogits<Fmt>{x}, z, false, next);
   const __m512 inv_sum = _mm512_set1_ps(1.0f / row.sum), scale = _mm512_set1_ps(inv_kept);
   const __m512 one = _mm512_set1_ps(1.0f);
   write_span_values<Fmt>(dx, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
@@ -64,7 +65,7 @@ Status run_cross_entropy_bwd(OpCall& call) {
         std::fill(dst, dst + cols, T{});
       } else {
         gradient_row<Fmt>(read_span<T>(*x, r, 0, cols, 0), cols, targets->target[r], inv_kept,
-                          scratch<float>(3, cols), dst, stream);
+                          scratch<float>(3, cols), dst, stream, next_row_of(*x, r));
       }
       commit_span(*dx, r, 0, cols, dst);
     });

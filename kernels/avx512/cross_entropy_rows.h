@@ -18,9 +18,17 @@ struct CrossEntropyTargets {
 // Reads `target` (i64, one per row of logits) and checks every kept one is a class index.
 Result<CrossEntropyTargets> read_targets(const OpCall& call, int64_t rows, int64_t classes);
 
+// Online statistics of a column chunk (rows cut into chunks): ~1.25 exponentials per element.
 template <class Fmt>
 DNNB_AVX512 OnlineSoftmax logits_stats(const typename Fmt::storage* x, int64_t n) {
   return online_softmax_span(n, PlainLogits<Fmt>{x});
+}
+
+// A whole row (rows >= threads): its max, then the sum of e^(x - max) from cache: one
+// exponential per element, the next row prefetched into L2 meanwhile (exp_row).
+template <class Fmt>
+DNNB_AVX512 OnlineSoftmax logits_row_stats(const typename Fmt::storage* x, int64_t n, const NextRow& next) {
+  return exp_row(n, PlainLogits<Fmt>{x}, nullptr, false, next);
 }
 
 }  // namespace dnnb::avx512

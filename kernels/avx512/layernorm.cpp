@@ -2,7 +2,8 @@
 // Statistics in one pass over memory: each 4096-column block gets an exact two-pass mean and
 // sum of squared deviations while it sits in L1, and blocks (and column chunks) merge with
 // Chan's update (row_reduce.h), so there is no sum/sum-of-squares cancellation for rows with
-// a large mean. A second pass writes y.
+// a large mean. A second pass writes y, prefetching the thread's next row into L2 as it
+// goes (NextRow, write_prefetching: avx512_common.h), so that DRAM reads go on meanwhile.
 #include "kernels/avx512/row_reduce.h"
 
 namespace dnnb::avx512 {
@@ -48,7 +49,11 @@ Status run_layernorm(OpCall& call) {
         const float var = row.m2 / static_cast<float>(cols);
         const float rstd = 1.0f / std::sqrt(var + epsilon);
         T* dst = write_span<T>(*y, r, c0, n, 2);
-        layernorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, *b + c0, n, row.mean, rstd, dst, stream);
+        const T* src = read_span<T>(*x, r, c0, n, 0);
+        // Whole rows (n == cols): the next row is prefetched piece by piece while this one is written.
+        write_prefetching(n, n == cols ? next_row_of(*x, r) : NextRow{}, [&](int64_t c, int64_t k) {
+          layernorm_write<Fmt>(src + c, *w + c0 + c, *b + c0 + c, k, row.mean, rstd, dst + c, stream);
+        });
         commit_span(*y, r, c0, n, dst);
       });
   return Status::ok();

@@ -1,6 +1,8 @@
 // lerp: y = a + w (b - a), w a scalar (`weight`, default 0.5) or a tensor broadcast to the
 // shape (`w`). Evaluated as torch does, from the nearer end: w < 0.5 ? a + w (b - a)
 // : b - (b - a)(1 - w), which keeps y == b at w == 1 and halves the error near it.
+#include <cmath>
+
 #include "kernels/avx512/elementwise.h"
 
 namespace dnnb::avx512 {
@@ -14,9 +16,19 @@ DNNB_AVX512_INLINE __m512 lerp_ps(__m512 a, __m512 b, __m512 w) {
   return _mm512_mask_mov_ps(from_b, near_a, from_a);
 }
 
-struct LerpScalar {
+// A scalar weight picks its end once per call: one subtraction and one FMA per vector
+// instead of both ends, a compare and a blend (7 uops), with the same formulas and rounding.
+struct LerpScalarFromA {  // |w| < 0.5: a + w (b - a)
   float weight;
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return lerp_ps(v[0], v[1], _mm512_set1_ps(weight)); }
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const {
+    return _mm512_fmadd_ps(_mm512_set1_ps(weight), _mm512_sub_ps(v[1], v[0]), v[0]);
+  }
+};
+struct LerpScalarFromB {  // otherwise: b - (b - a)(1 - w)
+  float one_minus_weight;
+  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const {
+    return _mm512_fnmadd_ps(_mm512_sub_ps(v[1], v[0]), _mm512_set1_ps(one_minus_weight), v[1]);
+  }
 };
 struct LerpTensor {
   DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return lerp_ps(v[0], v[1], v[2]); }
@@ -30,7 +42,9 @@ Status run_lerp(OpCall& call) {
   auto weight = call.problem.get_double("weight", 0.5);
   if (!weight) return weight.status();
   const float w = static_cast<float>(*weight);
-  return elementwise<2>(call, {&a, &b}, [w](auto) { return LerpScalar{w}; });
+  // NaN w: the compare in lerp_ps is false, so it takes the b end too (NaN either way).
+  if (std::fabs(w) < 0.5f) return elementwise<2>(call, {&a, &b}, [w](auto) { return LerpScalarFromA{w}; });
+  return elementwise<2>(call, {&a, &b}, [w](auto) { return LerpScalarFromB{1.0f - w}; });
 }
 
 DNNB_REGISTER(register_kernel("lerp", {DType::f32, DType::f16, DType::bf16}, nullptr, run_lerp));

@@ -1,5 +1,6 @@
 // sum, mean, max, norm2 over the last dim: one pass over each row (row_reduce.h). When
-// there are fewer rows than threads, rows split into column chunks (for_each_row).
+// there are fewer rows than threads, rows split into column chunks (for_each_row). With
+// DNNB_AVX512_PREFETCH=2, whole rows also prefetch the thread's next row into L2 as they go.
 // max propagates NaN; norm2 is sqrt of the f32 sum of squares.
 #include "kernels/avx512/row_reduce.h"
 
@@ -26,7 +27,11 @@ Status run_reduce(OpCall& call) {
   if (O == Op::max && cols == 0) return Status::bad_input("max over an empty last dim has no value");
   for_each_row<float>(
       rows, cols,
-      [&](int64_t r, int64_t c0, int64_t n) { return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n); },
+      [&](int64_t r, int64_t c0, int64_t n) {
+        // Whole rows only, and only with DNNB_AVX512_PREFETCH=2 (avx512_common.h).
+        const NextRow next = n == cols ? next_row_of(*x, r, nullptr, 2) : NextRow{};
+        return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n, 0.0f, next);
+      },
       [](float a, float b) { return A::merge(a, b); },
       [&](int64_t r, int64_t c0, int64_t, float total) {
         if (c0 != 0) return;

@@ -1,7 +1,9 @@
 // rmsnorm over the last dim: y = x / sqrt(mean(x^2) + eps) * w (form=torch, default) or
 // * (1 + w) (form=gemma). One pass for the f32 sum of squares (row_reduce.h; no
-// cancellation: all terms are positive), one pass to write y. Computed in f32 throughout
-// and rounded once, as the spec asks (Llama's module rounds before the weight multiply).
+// cancellation: all terms are positive), one pass to write y, which prefetches the thread's
+// next row into L2 as it goes (NextRow, write_prefetching: avx512_common.h). Computed in
+// f32 throughout and rounded once, as the spec asks (Llama's module rounds before the
+// weight multiply).
 #include "kernels/avx512/row_reduce.h"
 
 namespace dnnb::avx512 {
@@ -49,7 +51,11 @@ Status run_rmsnorm(OpCall& call) {
       [&](int64_t r, int64_t c0, int64_t n, float sum_squares) {
         const float rstd = 1.0f / std::sqrt(sum_squares / static_cast<float>(cols) + epsilon);
         T* dst = write_span<T>(*y, r, c0, n, 2);
-        rmsnorm_write<Fmt>(read_span<T>(*x, r, c0, n, 0), *w + c0, n, rstd, weight_offset, dst, stream);
+        const T* src = read_span<T>(*x, r, c0, n, 0);
+        // Whole rows (n == cols): the next row is prefetched piece by piece while this one is written.
+        write_prefetching(n, n == cols ? next_row_of(*x, r) : NextRow{}, [&](int64_t c, int64_t k) {
+          rmsnorm_write<Fmt>(src + c, *w + c0 + c, k, rstd, weight_offset, dst + c, stream);
+        });
         commit_span(*y, r, c0, n, dst);
       });
   return Status::ok();

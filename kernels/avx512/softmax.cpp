@@ -1,6 +1,7 @@
 // softmax over the last dim: t = softcap > 0 ? c tanh(x/c) : x; z = scale t + mask;
 // y = e^(z - max z) / sum. Whole rows per thread: z and its max, then e^(z - max) and its
-// sum kept in an f32 scratch row (in cache), then y = e / sum: one exponential per element.
+// sum kept in an f32 scratch row (in cache), then y = e / sum: one exponential per element;
+// the next row is prefetched into L2 during the exponential pass (NextRow).
 // Rows cut into column chunks (fewer rows than threads): online statistics per chunk
 // (softmax_row.h), merged in column order, then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
 // SDPA does). The mask is broadcast to x's shape (stride-0 rows/cols gathered per span).
@@ -52,8 +53,8 @@ DNNB_AVX512 void softmax_write(const SoftmaxLogits<Fmt>& logits, int64_t n, cons
 // NaN logits make the sum NaN and so the row NaN; an all -inf row gives 0.
 template <class Fmt>
 DNNB_AVX512 void softmax_row(const SoftmaxLogits<Fmt>& logits, int64_t n, float* z,
-                             typename Fmt::storage* y, bool stream) {
-  const OnlineSoftmax row = exp_row(n, logits, z, logits.p.softcap > 0);
+                             typename Fmt::storage* y, bool stream, const NextRow& next) {
+  const OnlineSoftmax row = exp_row(n, logits, z, logits.p.softcap > 0, next);
   const __m512 inv_sum = _mm512_set1_ps(row.sum == 0 ? 0.0f : 1.0f / row.sum);
   write_span_values<Fmt>(y, n, stream, [&](int64_t j, __mmask16 m) DNNB_AVX512_LAMBDA {
     const __m512 e = m == 0xffff ? _mm512_loadu_ps(z + j) : _mm512_maskz_loadu_ps(m, z + j);
@@ -94,7 +95,8 @@ Status run_softmax(OpCall& call) {
     const int64_t cols = x->cols();
     parallel_tasks(x->rows(), x->rows() * std::max<int64_t>(cols, 1), [&](int64_t r) {
       T* dst = write_span<T>(*y, r, 0, cols, 2);
-      softmax_row<Fmt>(logits_at(r, 0, cols), cols, scratch<float>(3, cols), dst, stream);
+      softmax_row<Fmt>(logits_at(r, 0, cols), cols, scratch<float>(3, cols), dst, stream,
+                       next_row_of(*x, r, has_mask ? &mask : nullptr));
       commit_span(*y, r, 0, cols, dst);
     });
     return Status::ok();

@@ -69,9 +69,11 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
 // array z[0, n), and its sum. Returns {max, sum}; a NaN logit makes the sum NaN (e^(NaN -
 // max) or a NaN max). keep_z: z_of is costly (softcap's tanh), so the first pass stores z
 // in z[] for the second; otherwise the second pass calls z_of again (the row is in cache),
-// which costs less than a store and reload of the f32 row.
+// which costs less than a store and reload of the f32 row. z == nullptr: only the sum is
+// wanted (logsumexp), e is not stored. `next` is prefetched during the exponential pass,
+// the one that has compute to hide it behind (avx512_common.h).
 template <class ZOf>
-DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z) {
+DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z, const NextRow& next) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 m0 = neg_inf, m1 = neg_inf;
   int64_t i = 0;
@@ -101,10 +103,13 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
     const __m512 e1 = exp_ps(_mm512_sub_ps(zv(i + 16), shift));
     const __m512 e2 = exp_ps(_mm512_sub_ps(zv(i + 32), shift));
     const __m512 e3 = exp_ps(_mm512_sub_ps(zv(i + 48), shift));
-    _mm512_storeu_ps(z + i, e0);
-    _mm512_storeu_ps(z + i + 16, e1);
-    _mm512_storeu_ps(z + i + 32, e2);
-    _mm512_storeu_ps(z + i + 48, e3);
+    next.fetch(i, 64);
+    if (z != nullptr) {
+      _mm512_storeu_ps(z + i, e0);
+      _mm512_storeu_ps(z + i + 16, e1);
+      _mm512_storeu_ps(z + i + 32, e2);
+      _mm512_storeu_ps(z + i + 48, e3);
+    }
     s0 = _mm512_add_ps(s0, e0);
     s1 = _mm512_add_ps(s1, e1);
     s2 = _mm512_add_ps(s2, e2);
@@ -114,7 +119,7 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
     const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
     const __m512 zm = keep_z ? _mm512_maskz_loadu_ps(m, z + i) : z_of(i, m);  // e^-inf = 0 outside m
     const __m512 e = exp_ps(_mm512_sub_ps(zm, shift));
-    _mm512_mask_storeu_ps(z + i, m, e);
+    if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
     s0 = _mm512_mask_add_ps(s0, m, s0, e);
   }
   out.sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
