@@ -9,7 +9,8 @@
 // (logits read once, dlogits written once); longer rows read the logits twice.
 // Variants, as softmax's (SoftmaxPlan): "" places 1025..8192 classes 3 rows per SM with the
 // 2-instruction exp for bf16 (promoted from "occ", 2026-11-21: f32 452 us against 578, bf16 312
-// against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the previous default.
+// against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the previous default;
+// "pipe" the persistent prefetching kernel (softmax_pipe_kernel; equal to "" bit for bit).
 #include "kernels/cuda/softmax_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -95,6 +96,7 @@ bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
 DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::best));
 DNNB_REGISTER(register_cross_entropy_bwd("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_cross_entropy_bwd("reg2", SoftmaxPlan::reg2));
+DNNB_REGISTER(register_cross_entropy_bwd("pipe", SoftmaxPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -5,6 +5,9 @@
 // 2026-11-21), other lengths as "regs"; "regs" (the previous default) holds rows up to 16K
 // columns in registers as f32, longer ones in shared memory; "smem" holds every row over 1024
 // columns in shared memory. "" and "regs" agree bit for bit where both hold 32 columns per thread.
+// "pipe" (f16/bf16, 1025..8192 columns, aligned rows): persistent blocks that prefetch the next
+// rows into shared memory with cp.async while normalising the current one (norm_pipe_kernel,
+// equal to "" bit for bit); f32 and other shapes as "".
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -30,6 +33,7 @@ bool register_layernorm(const char* variant, NormPlan plan) {
 DNNB_REGISTER(register_layernorm("", NormPlan::best));
 DNNB_REGISTER(register_layernorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));
+DNNB_REGISTER(register_layernorm("pipe", NormPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -3,7 +3,7 @@
 //   rmsnorm:   y = x / sqrt(mean(x^2) + eps) * (w + w_offset) (w_offset 0: torch, 1: gemma)
 // all in f32, rounded once.
 //
-// Two kernels:
+// Kernels:
 //  - registers (cols <= 16384): the row is read once into registers (EPT = 8 or 32 floats per
 //    thread, 16-byte loads); layernorm takes the mean, then the sum of squared deviations from
 //    the registers (two-pass variance, no cancellation), rmsnorm the sum of squares; w and b are
@@ -14,10 +14,14 @@
 //  - long (cols > 16384, and the "smem" variant above 1024): one block of up to 512 threads per
 //    row streams x once, keeping it in shared memory (up to 51200 columns), so x is read once;
 //    longer rows read x from global memory again in each later pass (mostly L2 hits).
+//  - pipe (variant "pipe", f16/bf16 rows of 1025..8192 columns): norm_pipe_kernel, the packed
+//    kernel's row math in persistent blocks that prefetch the next rows into shared memory
+//    (row_pipe.cuh).
 #pragma once
 #include <algorithm>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/row_pipe.cuh"
 
 namespace dnnb::cuda_kernels {
 
@@ -35,6 +39,22 @@ struct NormArgs {
   bool cache_x = false;  // long kernel: keep the row in shared memory between passes
 };
 
+// The normalised values of one vector (b unused for rmsnorm): the one expression every norm
+// kernel uses, so they agree bit for bit.
+template <typename T, bool kLayerNorm>
+__device__ __forceinline__ void normalize_vec(float (&o)[kVec<T>], const float (&v)[kVec<T>],
+                                              const float (&w)[kVec<T>],
+                                              const float (&b)[kVec<T>], float mean, float rstd,
+                                              float w_offset) {
+#pragma unroll
+  for (int k = 0; k < kVec<T>; ++k) {
+    if constexpr (kLayerNorm)
+      o[k] = (v[k] - mean) * rstd * w[k] + b[k];
+    else
+      o[k] = v[k] * rstd * (w[k] + w_offset);
+  }
+}
+
 // y for the vector of columns [c, c + kVec) given the row statistics.
 template <typename T, bool kLayerNorm, typename I>
 __device__ __forceinline__ void store_normalized(T* y_row, const NormArgs<T>& a, I c, I cols,
@@ -42,16 +62,15 @@ __device__ __forceinline__ void store_normalized(T* y_row, const NormArgs<T>& a,
                                                  float rstd) {
   float w[kVec<T>];
   load_vec<T, I>(w, a.w, a.w.data, c, cols, 0.f);
-  float o[kVec<T>];
+  float b[kVec<T>];
   if constexpr (kLayerNorm) {
-    float b[kVec<T>];
     load_vec<T, I>(b, a.b, a.b.data, c, cols, 0.f);
-#pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) o[k] = (v[k] - mean) * rstd * w[k] + b[k];
   } else {
 #pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) o[k] = v[k] * rstd * (w[k] + a.w_offset);
+    for (int k = 0; k < kVec<T>; ++k) b[k] = 0.f;  // unused
   }
+  float o[kVec<T>];
+  normalize_vec<T, kLayerNorm>(o, v, w, b, mean, rstd, a.w_offset);
   store_vec<T, I>(y_row, a.y, c, cols, o);
 }
 
@@ -254,17 +273,191 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
   }
 }
 
+// The "pipe" variant for f16/bf16 (row_pipe.cuh has the pipeline and why): rows of
+// 1025..8192 columns, x rows 16-byte aligned with cols % 8 == 0, in persistent blocks of
+// cols / 32 threads (<= 256) that keep the next rows of x in flight in shared memory (stages of
+// 16 KB) while the current row is reduced and written. The row math is norm_packed_kernel's (raw
+// vectors, same per-thread order, same reductions): results equal the default's bit for bit.
+// w and b are copied once per block into shared memory (each thread its own vectors, read back
+// by that thread: no barrier): with the row stages taking most of the SM's shared memory, the L1
+// left could not hold them, and re-reading them from L2 for every row would be as much L2
+// traffic as x itself; in registers (16 each per thread) they spill at 3 blocks per SM.
+// Per SM (3 blocks, <= 80 registers): layernorm 3 x (2 stages of 16 KB + 32 KB of w and b) =
+// 192 KB, one row per block (48 KB) ahead; rmsnorm 3 x (3 stages + 16 KB of w) = 192 KB, two
+// rows per block (96 KB) ahead.
+// Not taken (the default plan runs instead): f32 (already at the copy rate with the default),
+// other lengths, unaligned rows.
+inline constexpr int kNormPipeThreads = 256;
+inline constexpr int kNormPipeMinBlocks = 3;  // <= 80 registers (64 spill 36 bytes for bf16)
+template <bool kLayerNorm>
+inline constexpr int kNormPipeStages = kLayerNorm ? 2 : 3;
+inline constexpr int64_t kNormPipeMaxCols = kNormPipeThreads * 32;
+
+// Dynamic shared memory of norm_pipe_kernel: the stages, then w, then b (layernorm), each
+// `block` x 32 elements.
+template <typename T, bool kLayerNorm>
+inline int norm_pipe_smem_bytes(int block) {
+  return (kNormPipeStages<kLayerNorm> + (kLayerNorm ? 2 : 1)) * block * 32 *
+         static_cast<int>(sizeof(T));
+}
+
+template <typename T, bool kLayerNorm>
+__global__ void __launch_bounds__(kNormPipeThreads, kNormPipeMinBlocks)
+    norm_pipe_kernel(NormArgs<T> a) {
+  static_assert(sizeof(T) == 2, "the pipe norm kernel holds 16-bit rows");
+  constexpr int W = kVec<T>;
+  constexpr int VPT = 32 / W;
+  constexpr int S = kNormPipeStages<kLayerNorm>;
+  extern __shared__ float4 pipe_smem[];
+  const int group = blockDim.x;  // one row per block at a time
+  const int stage_elems = group * 32;
+  T* const stages = reinterpret_cast<T*>(pipe_smem);
+  T* const w_smem = stages + S * stage_elems;
+  T* const b_smem = w_smem + stage_elems;  // layernorm only
+  // Block reductions alternate between the two buffers (layernorm: mean, variance; rmsnorm: by
+  // row parity), so no reduction overwrites a buffer a slower warp still reads.
+  __shared__ float scratch[2][32];
+  const int t = threadIdx.x;
+  const int cols = static_cast<int>(a.cols);  // <= kNormPipeMaxCols
+  const int64_t step = gridDim.x;
+  const float inv_cols = 1.f / static_cast<float>(cols);
+
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {  // fill: this block's first S - 1 rows
+    const int64_t r = blockIdx.x + s * step;
+    pipe_copy_row<T, VPT>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t, group,
+                          cols);
+  }
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {  // this thread's w and b vectors, once (any layout of w, b)
+    const int c = (j * group + t) * W;
+    if (c < cols) {
+      Vec16<T> v;
+      load_raw_vec<T, int>(v, a.w.data, a.w.ri.col_stride, a.w.vec, c, cols);
+      *reinterpret_cast<Vec16<T>*>(w_smem + c) = v;
+      if constexpr (kLayerNorm) {
+        load_raw_vec<T, int>(v, a.b.data, a.b.ri.col_stride, a.b.vec, c, cols);
+        *reinterpret_cast<Vec16<T>*>(b_smem + c) = v;
+      }
+    }
+  }
+
+  int cur = 0;     // stage of `row`
+  int parity = 0;  // rmsnorm's scratch buffer for this row
+  for (int64_t row = blockIdx.x; row < a.rows; row += step) {
+    const int64_t ahead = row + (S - 1) * step;
+    const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
+    pipe_copy_row<T, VPT>(stages + fill * stage_elems, ahead < a.rows ? a.x.row(ahead) : nullptr,
+                          t, group, cols);
+    cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
+    const T* stage = stages + cur * stage_elems;
+
+    Vec16<T> raw[VPT];
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int c = (j * group + t) * W;
+      if (c < cols) {  // cols % W == 0: the vector is whole
+        raw[j] = *reinterpret_cast<const Vec16<T>*>(stage + c);
+      } else {
+#pragma unroll
+        for (int k = 0; k < W; ++k) raw[j].v[k] = from_float<T>(0.f);
+      }
+    }
+
+    float mean = 0.f;
+    if constexpr (kLayerNorm) {
+      float s = 0.f;
+#pragma unroll
+      for (int j = 0; j < VPT; ++j)
+#pragma unroll
+        for (int k = 0; k < W; ++k) s += to_float(raw[j].v[k]);  // padding reads 0
+      mean = group_reduce(s, SumOp{}, 0.f, group, scratch[0]) * inv_cols;
+    }
+    float q = 0.f;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j)
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const float d = (j * group + t) * W + k < cols ? to_float(raw[j].v[k]) - mean : 0.f;
+        q += d * d;
+      }
+    q = group_reduce(q, SumOp{}, 0.f, group, scratch[kLayerNorm ? 1 : parity]);
+    const float rstd = 1.f / sqrtf(q * inv_cols + a.eps);
+
+    T* y_row = a.y.row(row);
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int c = (j * group + t) * W;
+      if (c < cols) {
+        const Vec16<T> wv = *reinterpret_cast<const Vec16<T>*>(w_smem + c);
+        Vec16<T> bv;
+        if constexpr (kLayerNorm) bv = *reinterpret_cast<const Vec16<T>*>(b_smem + c);
+        float v[W];
+        float w[W];
+        float b[W];
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+          v[k] = to_float(raw[j].v[k]);
+          w[k] = to_float(wv.v[k]);
+          if constexpr (kLayerNorm)
+            b[k] = to_float(bv.v[k]);
+          else
+            b[k] = 0.f;  // unused
+        }
+        float o[W];
+        normalize_vec<T, kLayerNorm>(o, v, w, b, mean, rstd, a.w_offset);
+        store_vec<T, int>(y_row, a.y, c, cols, o);
+      }
+    }
+    cur = cur + 1 == S ? 0 : cur + 1;
+    parity ^= 1;
+  }
+}
+
+// Launches norm_pipe_kernel when `a` fits it (see there); false: nothing launched.
+template <typename T, bool kLayerNorm>
+Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    constexpr int W = kVec<T>;
+    if (a.cols <= 32 * 32 || a.cols > kNormPipeMaxCols || a.cols % W != 0 || !a.x.vec)
+      return false;
+    const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
+    const int smem = norm_pipe_smem_bytes<T, kLayerNorm>(block);
+    const int max_smem = norm_pipe_smem_bytes<T, kLayerNorm>(kNormPipeThreads);
+    const auto kernel = norm_pipe_kernel<T, kLayerNorm>;
+    auto per_sm =
+        pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
+    if (!per_sm) return per_sm.status();
+    if (*per_sm == 0) return false;
+    const int64_t grid =
+        std::min<int64_t>(a.rows, static_cast<int64_t>(*per_sm) * device.sm_count());
+    kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return true;
+  }
+}
+
 // How rows are placed (the layernorm and rmsnorm variants).
 enum class NormPlan {
   best,  // the default ("" variant): norm_packed_kernel for 1025..8192 columns, else as regs
   regs,  // registers (f32 copies) up to kMaxRegisterCols, then the long kernel (cached when it
          // fits): the default before 2026-11-21, variant "regs"
   smem,  // registers (warp per row) up to 1024 columns, then the long kernel with the cache
+  pipe,  // norm_pipe_kernel where it applies (f16/bf16, persistent blocks, rows prefetched into
+         // shared memory with cp.async), every other shape as best
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
+  if (plan == NormPlan::pipe) {
+    auto launched = try_launch_norm_pipe<T, kLayerNorm>(device, a);
+    if (!launched) return launched.status();
+    if (*launched) return Status::ok();
+    plan = NormPlan::best;
+  }
   if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
   if (plan == NormPlan::best && a.cols > 32 * 32 && a.cols <= kNormPackedMaxCols) {
     const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));

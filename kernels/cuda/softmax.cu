@@ -10,6 +10,9 @@
 //              at 8192 columns), up to 51200 in shared memory, else streamed;
 //   "smem"     rows over 1024 columns in shared memory (more rows per SM than registers allow);
 //   "two_pass" always streamed: statistics pass, then a write pass that re-reads x.
+//   "pipe"     rows of 1025..8192 columns (aligned, cols % 16 bytes == 0) in persistent blocks
+//              that prefetch the next rows into shared memory with cp.async while reducing the
+//              current one (softmax_pipe_kernel; equal to "" bit for bit); other shapes as "".
 // All but two_pass read x once and write y once; two_pass measures what that buys.
 #include "kernels/cuda/softmax_rows.cuh"
 
@@ -89,6 +92,7 @@ DNNB_REGISTER(register_softmax("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_softmax("reg2", SoftmaxPlan::reg2));
 DNNB_REGISTER(register_softmax("smem", SoftmaxPlan::smem));
 DNNB_REGISTER(register_softmax("two_pass", SoftmaxPlan::two_pass));
+DNNB_REGISTER(register_softmax("pipe", SoftmaxPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

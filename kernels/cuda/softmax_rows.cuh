@@ -6,7 +6,7 @@
 // Softmax has no target and row_scale 1 (y = p exactly); cross-entropy backward has the row's
 // target and row_scale = 1 / kept rows (0 on ignored rows).
 //
-// Two kernels:
+// Kernels:
 //  - registers (cols <= 16384): the row is read once into registers (EPT floats per thread: 8
 //    or 32, 16-byte loads), then max, exp and sum run on registers and the row is written once.
 //    Bytes: x (+ mask) read once, y written once: the minimum. Launch shape: register_rows_launch
@@ -23,10 +23,14 @@
 //    Few long rows are split over several blocks: a stats launch writes (m, s) per chunk, a
 //    write launch merges them (in a fixed order: deterministic) and writes its chunk (x read
 //    twice; such problems are small enough to stay in L2).
+//  - pipe (variant "pipe", rows of 1025..8192 columns): softmax_pipe_kernel, the registers
+//    kernel's row math in persistent blocks that prefetch the next rows into shared memory
+//    (row_pipe.cuh).
 #pragma once
 #include <algorithm>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/row_pipe.cuh"
 
 namespace dnnb::cuda_kernels {
 
@@ -182,6 +186,140 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
   softmax_regs_rows<T, 32, kFastExp>(a);
 }
 
+// The "pipe" variant (row_pipe.cuh has the pipeline and why): rows of 1025..8192 columns, x
+// rows 16-byte aligned with cols % kVec == 0 (whole 16-byte copies), in persistent blocks of
+// cols / 32 threads (<= 256) that keep the next kStages - 1 rows of x in flight in shared memory
+// while the current row is reduced and written. The row math is softmax_regs_rows' (32 columns
+// per thread in the same places, same per-thread order, same reductions), so the results equal
+// the default's bit for bit. The mask (any broadcast, may hold -inf) is read from global memory
+// when the row is processed (it is usually a broadcast that stays in L1/L2); softcap, scale and
+// cross_entropy_bwd's epilogue as in the default. Every other row shape falls back to the
+// default plan (launch_softmax_rows).
+// Shared memory: f32 2 stages x 32 KB (3 blocks: 192 KB per SM, 2 rows = 64 KB per SM ahead of
+// the 3 being processed); f16/bf16 3 stages x 16 KB (3 blocks: 144 KB, 6 rows = 96 KB ahead).
+inline constexpr int kSoftmaxPipeThreads = 256;
+inline constexpr int kSoftmaxPipeMinBlocks = 3;  // <= 80 registers, as the occ kernel
+inline constexpr int64_t kSoftmaxPipeMaxCols = kSoftmaxPipeThreads * 32;
+template <typename T>
+inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
+
+template <typename T, bool kHasMask, bool kFastExp>
+__global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
+    softmax_pipe_kernel(SoftmaxArgs<T> a) {
+  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit outputs only");
+  constexpr int W = kVec<T>;
+  constexpr int VPT = 32 / W;
+  constexpr int S = kSoftmaxPipeStages<T>;
+  extern __shared__ float4 pipe_smem[];
+  T* const stages = reinterpret_cast<T*>(pipe_smem);
+  __shared__ float scratch[2][32];  // max, then sum: alternating buffers, safe across rows
+  const int group = blockDim.x;     // one row per block at a time
+  const int t = threadIdx.x;
+  const int cols = static_cast<int>(a.cols);  // <= kSoftmaxPipeMaxCols
+  const int stage_elems = group * 32;
+  const int64_t step = gridDim.x;
+
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {  // fill: this block's first S - 1 rows
+    const int64_t r = blockIdx.x + s * step;
+    pipe_copy_row<T, VPT>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t, group,
+                          cols);
+  }
+  int cur = 0;  // stage of `row`
+  for (int64_t row = blockIdx.x; row < a.rows; row += step) {
+    const int64_t ahead = row + (S - 1) * step;
+    const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
+    pipe_copy_row<T, VPT>(stages + fill * stage_elems, ahead < a.rows ? a.x.row(ahead) : nullptr,
+                          t, group, cols);
+    const RowOutput out = row_output(a, row);  // its loads overlap the reductions below
+    const T* mask_row = kHasMask ? a.mask.row(row) : nullptr;
+    cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
+    const T* stage = stages + cur * stage_elems;
+
+    float z[VPT][W];
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int c = (j * group + t) * W;
+      if (c < cols) {  // cols % W == 0: the vector is whole
+        const Vec16<T> p = *reinterpret_cast<const Vec16<T>*>(stage + c);
+        float add[W];
+        if constexpr (kHasMask) {
+          load_vec<T, int>(add, a.mask, mask_row, c, cols, 0.f);
+        } else {
+#pragma unroll
+          for (int k = 0; k < W; ++k) add[k] = 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
+          float v = to_float(p.v[k]);
+          if (a.softcap > 0.f) v = a.softcap * tanhf(v * a.inv_softcap);
+          z[j][k] = fmaf(a.scale, v, add[k]);  // as load_logits: a -inf mask entry gives -inf
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < W; ++k) z[j][k] = -INFINITY;
+      }
+    }
+
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j)
+#pragma unroll
+      for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
+    m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
+    const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
+    const float shift_log2e = shift * kLog2e;
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j)
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        if constexpr (kFastExp)
+          z[j][k] = exp_shifted_16bit(z[j][k], shift_log2e);
+        else
+          z[j][k] = expf(z[j][k] - shift);
+        s += z[j][k];
+      }
+    s = group_reduce(s, SumOp{}, 0.f, group, scratch[1]);
+    const float inv_sum = s > 0.f ? 1.f / s : 0.f;
+
+    const int target = out.target >= 0 && out.target < cols ? static_cast<int>(out.target) : -1;
+    T* y_row = a.y.row(row);
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int c = (j * group + t) * W;
+      if (c < cols) store_probs<T, int>(y_row, a, target, out.scale, c, cols, z[j], inv_sum);
+    }
+    cur = next_stage<S>(cur);
+  }
+}
+
+// Launches softmax_pipe_kernel when `a` fits it (see there); false: nothing launched.
+template <typename T>
+Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
+  constexpr int W = kVec<T>;
+  constexpr int S = kSoftmaxPipeStages<T>;
+  if (a.cols <= 32 * 32 || a.cols > kSoftmaxPipeMaxCols || a.cols % W != 0 || !a.x.vec)
+    return false;
+  const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
+  const int smem = S * block * 32 * static_cast<int>(sizeof(T));
+  const int max_smem = S * kSoftmaxPipeThreads * 32 * static_cast<int>(sizeof(T));
+  const auto launch = [&](auto kernel) -> Result<bool> {
+    auto per_sm =
+        pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
+    if (!per_sm) return per_sm.status();
+    if (*per_sm == 0) return false;
+    const int64_t grid =
+        std::min<int64_t>(a.rows, static_cast<int64_t>(*per_sm) * device.sm_count());
+    kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return true;
+  };
+  constexpr bool kFast = sizeof(T) == 2;  // 16-bit: the 2-instruction exp, as the default
+  if (a.mask.data != nullptr) return launch(softmax_pipe_kernel<T, true, kFast>);
+  return launch(softmax_pipe_kernel<T, false, kFast>);
+}
+
 enum SoftmaxPhase : int {
   kSoftmaxStats = 0,  // write (m, s) of this block's chunk to partials
   kSoftmaxWrite = 1,  // merge the row's partials, write this block's chunk
@@ -294,6 +432,8 @@ enum class SoftmaxPlan {
              // kernel with the z cache: the default before 2026-11-21
   smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
   two_pass,  // the long kernel without the cache at every size: x read twice
+  pipe,      // softmax_pipe_kernel where it applies (persistent blocks, rows prefetched into
+             // shared memory with cp.async), every other shape as best
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -301,6 +441,12 @@ template <typename T>
 Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
+  if (plan == SoftmaxPlan::pipe) {
+    auto launched = try_launch_softmax_pipe<T>(device, a);
+    if (!launched) return launched.status();
+    if (*launched) return Status::ok();
+    plan = SoftmaxPlan::best;
+  }
   const int64_t want_blocks = 2LL * device.sm_count();
   if ((plan == SoftmaxPlan::best || plan == SoftmaxPlan::occ_expf) && a.cols > 32 * 32 &&
       a.cols <= kSoftmaxOccMaxCols) {

@@ -1,0 +1,104 @@
+// The persistent row pipeline shared by the "pipe" variants of softmax / cross_entropy_bwd
+// (softmax_rows.cuh) and layernorm / rmsnorm (norm_rows.cuh).
+//
+// Why: the block-per-row register kernels are phase-bound, not DRAM-bound. A block loads its row
+// (all loads in flight), then waits on block reductions and the exp / normalise pass, then
+// stores; with 3-4 rows per SM the SM's read stream stops during those phases, and the next row's
+// loads are only issued when a block finishes and a new one starts. Holding 4+ TB/s needs about
+// 25-35 KB of reads in flight per SM at all times (~32 GB/s per SM x 0.6-1 us of loaded latency).
+//
+// Design: a grid of (blocks per SM x SMs) persistent blocks, each taking rows
+// blockIdx.x, blockIdx.x + gridDim.x, ...; every block keeps kStages row buffers in dynamic
+// shared memory and, before reducing row k, issues `cp.async.cg` 16-byte copies of row
+// k + kStages - 1 into the buffer row k - 1 used. So kStages - 1 rows per block (32-64 KB per SM
+// and more) are in flight while the block reduces and writes, and the copies land in shared
+// memory, not registers, so they cost no occupancy.
+//
+// No barrier guards the buffers: each thread copies exactly the 16-byte vectors it later reads
+// (vector j of thread t is column (j * blockDim.x + t) * kVec, as in the register kernels), and
+// `cp.async.wait_group` makes a thread's own completed copies visible to it. A buffer is refilled
+// only after this thread's reads of it were consumed by a block reduction of the previous row
+// (program order plus that reduction's barrier), so no copy can overtake a read.
+//
+// Every thread commits exactly one group per row, possibly empty (past the last row, or a thread
+// whose vectors all lie past the row's end), so `wait_group<kStages - 1>` at row k always means
+// "the group holding row k is complete".
+#pragma once
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace dnnb::cuda_kernels {
+
+// 16 bytes global -> shared, bypassing L1 (.cg: the row is used once from shared memory). Both
+// addresses 16-byte aligned. Generic global addresses are valid global-window addresses.
+__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most N of this thread's most recent groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Copies this thread's VPT vectors of one row into `stage` (same column layout as the row) and
+// commits them as one group. x_row == nullptr (no such row): an empty group.
+template <typename T, int VPT>
+__device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, int group,
+                                              int cols) {
+  constexpr int W = kVec<T>;
+  if (x_row != nullptr) {
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int c = (j * group + t) * W;
+      if (c < cols) cp_async_16(stage + c, x_row + c);
+    }
+  }
+  cp_async_commit();
+}
+
+// Stage index arithmetic without a modulo: the stage after s.
+template <int kStages>
+__device__ __forceinline__ int next_stage(int s) {
+  return s + 1 == kStages ? 0 : s + 1;
+}
+
+// Host: blocks of `kernel` resident per SM with `block` threads and `smem` dynamic bytes, after
+// opting the kernel into `max_smem` dynamic bytes (its largest launch, so the attribute never
+// shrinks under a cached entry) and, when it uses shared memory, a carveout preference of all
+// shared memory (the occupancy the grid is sized for is then the one the launch gets).
+// Cached per (device, kernel, block, smem): the attribute calls and the occupancy query happen
+// once, not inside every timed launch. 0 = the kernel cannot run with that shape.
+inline Result<int> pipe_blocks_per_sm(const CudaDevice& device, const void* kernel, int block,
+                                      int smem, int max_smem) {
+  using Key = std::tuple<int, const void*, int, int>;
+  static std::mutex mutex;
+  static std::map<Key, int> cache;
+  const Key key{device.ordinal(), kernel, block, smem};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (max_smem > 0) {
+    // Always opt in, even at <= 48 KB: the default limit counts static shared memory too (48 KB
+    // of stages plus the reduction scratch do not fit it: occupancy 0).
+    DNNB_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
+    // Row buffers: all of the SM's shared memory, so the occupancy is certain.
+    DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+  }
+  int blocks = 0;
+  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block,
+                                                              static_cast<size_t>(smem)));
+  cache[key] = blocks;
+  return blocks;
+}
+
+}  // namespace dnnb::cuda_kernels
