@@ -13,7 +13,8 @@
 //    otherwise it writes (m, s) for its chunk. Bytes: the logits once (the minimum), 4-8 per row.
 //    Expected ~85-90% of copy bandwidth for C >= 4K (bf16 is close to the exp throughput limit:
 //    one expf per 2 bytes read).
-//  - ce_stats_pipe (variant "pipe"): persistent warps with the next chunk in flight, see there.
+//  - ce_stats_pipe (the default; the variant "pipe" until its H200 run): persistent warps with
+//    the next chunk in flight, see there.
 //  - ce_mean: one block sums the row losses in a fixed order (threads stride rows, then a
 //    block tree) and counts kept rows: deterministic, no float atomics. With chunks it first
 //    merges each row's (m, s) (a warp per row).
@@ -164,22 +165,21 @@ __global__ void __launch_bounds__(256) ce_stats_warp_kernel(CeArgs<T> a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The "pipe" variant: ce_stats_pipe_kernel. Why ce_stats_warp is slow at 16384 x 8192 bf16 (127
-// us, 2.1 TB/s of a 4.54 TB/s read stream): each warp issues its 4 loads per lane, waits a full
-// DRAM latency, folds them, and only then issues the next 4; a warp has bytes in flight only part
-// of the time, and every row start exposes a whole latency. This kernel software-pipelines the
-// stream of each warp: while it folds chunk k (kCePipeVecs 16-byte vectors per lane: 4 KB per
-// warp) the loads of chunk k + 1 are already issued, across row boundaries (persistent warps:
-// rows warp, warp + warps, ...), and a row's target index is fetched a row ahead and its target
-// logit at the row's first chunk, so the warp never waits on them. 16 warps per SM keep 64 KB of
-// reads in flight at all times.
-// Instructions per element (bf16, the budget at the read rate is ~14): the chunk's max is a
-// tree of exact packed __hmax2 over bf16x2 pairs (0.5 per element) with one rescale check per
-// chunk (64 elements per lane) instead of per 8, then convert + fma + ex2 + add (4); one
-// accumulator per vector position (8 for bf16) keeps the add chains short. Fixed order:
-// deterministic; the sum order differs from ce_stats_warp's (last bits of the loss).
-// Taken when ce_use_warp_rows holds and the logits rows are 16-byte aligned with C % kVec == 0;
-// other shapes run the default plan.
+// The default (the variant "pipe" until its H200 run): ce_stats_pipe_kernel. Why ce_stats_warp is
+// slow at 16384 x 8192 bf16 (127 us, 2.1 TB/s of a 4.54 TB/s read stream): each warp issues its 4
+// loads per lane, waits a full DRAM latency, folds them, and only then issues the next 4; a warp
+// has bytes in flight only part of the time, and every row start exposes a whole latency. This
+// kernel software-pipelines the stream of each warp: while it folds chunk k (kCePipeVecs 16-byte
+// vectors per lane: 4 KB per warp) the loads of chunk k + 1 are already issued, across row
+// boundaries (persistent warps: rows warp, warp + warps, ...), and a row's target index is
+// fetched a row ahead and its target logit at the row's first chunk, so the warp never waits on
+// them. 16 warps per SM keep 64 KB of reads in flight at all times. Instructions per element
+// (bf16, the budget at the read rate is ~14): the chunk's max is a tree of exact packed __hmax2
+// over bf16x2 pairs (0.5 per element) with one rescale check per chunk (64 elements per lane)
+// instead of per 8, then convert + fma + ex2 + add (4); one accumulator per vector position (8
+// for bf16) keeps the add chains short. Fixed order: deterministic; the sum order differs from
+// ce_stats_warp's (last bits of the loss). Taken when ce_use_warp_rows holds and the logits rows
+// are 16-byte aligned with C % kVec == 0; other shapes run the "warp" plan.
 constexpr int kCePipeVecs = 8;       // per lane per chunk: 128 bytes
 constexpr int kCePipeWarps = 8;      // per block
 constexpr int kCePipeMinBlocks = 2;  // <= 128 registers: two chunks (2 x 32) + the fold
@@ -432,11 +432,13 @@ bool ce_use_warp_rows(const CudaDevice& device, int64_t rows, int64_t cols) {
 
 // How rows are placed (the cross_entropy variants).
 enum class CePlan {
-  best,       // "": ce_stats_warp_kernel for many rows (bf16 with the 2-instruction exp), else
-              // ce_stats_kernel
-  warp_expf,  // as best with expf for bf16
+  warp,       // "warp" (the default until 2026-11-21, session 3): ce_stats_warp_kernel for many
+              // rows (bf16 with the 2-instruction exp), else ce_stats_kernel
+  warp_expf,  // as warp with expf for bf16
   block,      // ce_stats_kernel for every shape (the default before 2026-11-21)
-  pipe,       // ce_stats_pipe_kernel where it applies (see there), else as best
+  pipe,       // the default ("" variant; measured 2026-11-21 as variant "pipe": bf16 79 us against
+              // warp's 126, f32 136 against 145): ce_stats_pipe_kernel where it applies (see
+              // there), else as warp
 };
 
 // Launches ce_stats_pipe_kernel and the mean when `a` fits it; false: nothing launched.
@@ -472,10 +474,10 @@ Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) 
     auto launched = try_launch_ce_pipe<T>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
-    plan = CePlan::best;
+    plan = CePlan::warp;
   }
   const bool warp_rows = plan != CePlan::block;
-  const bool fast_exp = plan == CePlan::best;
+  const bool fast_exp = plan == CePlan::warp;
   a.splits = 1;
   if (warp_rows && ce_use_warp_rows(device, a.rows, a.cols)) {
     auto scratch = StreamScratch::allocate(device, sizeof(float) * a.rows);
@@ -566,15 +568,16 @@ bool register_cross_entropy(const char* variant, CePlan plan) {
       [plan](OpCall& call) { return run_cross_entropy(call, plan); }, check_cross_entropy);
 }
 
-// "": a warp per row when there are many rows (ce_use_warp_rows), bf16 with the 2-instruction
-// exp; other shapes take the block kernel. "warp_expf": the same with expf for bf16 too (f32 is
-// identical to ""). "block": the default before 2026-11-21 (block per row, expf). "pipe":
-// ce_stats_pipe_kernel (persistent warps, the next chunk in flight while folding the current
-// one) for many aligned rows, other shapes as "".
-DNNB_REGISTER(register_cross_entropy("", CePlan::best));
+// "": ce_stats_pipe_kernel (persistent warps, the next chunk in flight while folding the current
+// one) for many aligned rows, other shapes as "warp" (the variant "pipe" until its H200 run).
+// "warp": a warp per row when there are many rows (ce_use_warp_rows), bf16 with the
+// 2-instruction exp; other shapes take the block kernel. "warp_expf": the same with expf for
+// bf16 too (f32 is identical to "warp"). "block": the default before 2026-11-21 (block per row,
+// expf).
+DNNB_REGISTER(register_cross_entropy("", CePlan::pipe));
+DNNB_REGISTER(register_cross_entropy("warp", CePlan::warp));
 DNNB_REGISTER(register_cross_entropy("warp_expf", CePlan::warp_expf));
 DNNB_REGISTER(register_cross_entropy("block", CePlan::block));
-DNNB_REGISTER(register_cross_entropy("pipe", CePlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -7,10 +7,12 @@
 // deterministic), then the row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy
 // epilogue: rows held in registers up to 16K classes or in shared memory up to 51200 classes
 // (logits read once, dlogits written once); longer rows read the logits twice.
-// Variants, as softmax's (SoftmaxPlan): "" places 1025..8192 classes 3 rows per SM with the
-// 2-instruction exp for bf16 (promoted from "occ", 2026-11-21: f32 452 us against 578, bf16 312
-// against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the previous default;
-// "pipe" the persistent prefetching kernel (softmax_pipe_kernel; equal to "" bit for bit).
+// Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel,
+// equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
+// f32 295 us against 452, bf16 201 against 297); "occ" places 1025..8192 classes 3 rows per SM
+// with the 2-instruction exp for bf16 (the default from the first H200 run that day: f32 452 us
+// against 578, bf16 312 against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the
+// default before.
 #include "kernels/cuda/softmax_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -93,10 +95,10 @@ bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
       check_cross_entropy_bwd);
 }
 
-DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::best));
+DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::pipe));
+DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_cross_entropy_bwd("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_cross_entropy_bwd("reg2", SoftmaxPlan::reg2));
-DNNB_REGISTER(register_cross_entropy_bwd("pipe", SoftmaxPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -216,19 +216,19 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
 }
 
 // Broadcast path of the binary ops' default plan (add, sub, mul, div; the "flat2d" variant until
-// 2026-11-21, promoted after the H200 measured it at 93-102% of copy for 16-bit): the output contiguous and viewed as
-// [rows, cols] with cols % kVec == 0, each input either contiguous with the output's shape, a
-// row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column broadcast (one
-// value per row, the values contiguous: b = R x 1). One thread per 16-byte vector of the
-// output, kFlatUnroll vectors per thread, every load issued before any store, as the flat
-// kernel: a full input is its own 16-byte vector i, a row-broadcast input the 16-byte vector
-// (i mod cols / kVec) of its row (16 KB at 8192 f16 columns: L1/L2-resident), a column-broadcast
+// 2026-11-21, promoted after the H200 measured it at 93-102% of copy for 16-bit): the output
+// contiguous and viewed as [rows, cols] with cols % kVec == 0, each input either contiguous with
+// the output's shape, a row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column
+// broadcast (one value per row, the values contiguous: b = R x 1). One thread per 16-byte vector
+// of the output, kFlatUnroll vectors per thread, every load issued before any store, as the flat
+// kernel: a full input is its own 16-byte vector i, a row-broadcast input the 16-byte vector (i
+// mod cols / kVec) of its row (16 KB at 8192 f16 columns: L1/L2-resident), a column-broadcast
 // input one scalar at (i / (cols / kVec)). No row segments, no per-row pointer set-up, no
 // conversion before the store, and for 16-bit 32 bytes per input per thread in flight where
-// elementwise_rows_kernel has 16 (measured 2026-11-21: 16-bit b=16384x1 233 us, b=1x8192
-// 201 us, 59-68% of copy, against 191 us for same-shape contiguous inputs). cols % kVec == 0
-// means a vector never crosses a row, so there is no tail; full and row inputs must be 16-byte
-// aligned. Any other layout takes the rows kernels (try_launch_flat2d returns false).
+// elementwise_rows_kernel has 16 (measured 2026-11-21: 16-bit b=16384x1 233 us, b=1x8192 201 us,
+// 59-68% of copy, against 191 us for same-shape contiguous inputs). cols % kVec == 0 means a
+// vector never crosses a row, so there is no tail; full and row inputs must be 16-byte aligned.
+// Any other layout takes the rows kernels (try_launch_flat2d returns false).
 enum Flat2dKind : int { kFlat2dFull = 0, kFlat2dRow = 1, kFlat2dColumn = 2 };
 
 template <typename T>

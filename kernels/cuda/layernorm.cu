@@ -1,13 +1,14 @@
 // CUDA layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance,
 // eps default 1e-5 (F.layer_norm(x, (N,), w, b, eps)).
-// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" holds rows of 1025..8192 columns as raw
-// dtype vectors, 3 (f32) or 4 (16-bit) rows per SM (promoted from "packed" after the H200 run of
-// 2026-11-21), other lengths as "regs"; "regs" (the previous default) holds rows up to 16K
-// columns in registers as f32, longer ones in shared memory; "smem" holds every row over 1024
-// columns in shared memory. "" and "regs" agree bit for bit where both hold 32 columns per thread.
-// "pipe" (f16/bf16, 1025..8192 columns, aligned rows): persistent blocks that prefetch the next
-// rows into shared memory with cp.async while normalising the current one (norm_pipe_kernel,
-// equal to "" bit for bit); f32 and other shapes as "".
+// Kernels: kernels/cuda/norm_rows.cuh. Variants: "" (promoted from "pipe" after the H200 run of
+// 2026-11-21, session 3): f16/bf16 rows of 1025..8192 columns, aligned, in persistent blocks
+// that prefetch the next rows into shared memory with cp.async while normalising the current
+// one (norm_pipe_kernel, equal to "packed" bit for bit); f32 and other shapes as "packed".
+// "packed" (the default from the first H200 run that day) holds rows of 1025..8192 columns as
+// raw dtype vectors, 3 (f32) or 4 (16-bit) rows per SM, other lengths as "regs"; "regs" (the
+// default before) holds rows up to 16K columns in registers as f32, longer ones in shared
+// memory; "smem" holds every row over 1024 columns in shared memory. "packed" and "regs" agree
+// bit for bit where both hold 32 columns per thread.
 #include "kernels/cuda/norm_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -30,10 +31,10 @@ bool register_layernorm(const char* variant, NormPlan plan) {
       [plan](OpCall& call) { return run_layernorm(call, plan); }, check_layernorm);
 }
 
-DNNB_REGISTER(register_layernorm("", NormPlan::best));
+DNNB_REGISTER(register_layernorm("", NormPlan::pipe));
+DNNB_REGISTER(register_layernorm("packed", NormPlan::packed));
 DNNB_REGISTER(register_layernorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));
-DNNB_REGISTER(register_layernorm("pipe", NormPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

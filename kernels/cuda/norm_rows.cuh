@@ -14,7 +14,7 @@
 //  - long (cols > 16384, and the "smem" variant above 1024): one block of up to 512 threads per
 //    row streams x once, keeping it in shared memory (up to 51200 columns), so x is read once;
 //    longer rows read x from global memory again in each later pass (mostly L2 hits).
-//  - pipe (variant "pipe", f16/bf16 rows of 1025..8192 columns): norm_pipe_kernel, the packed
+//  - pipe (the default, f16/bf16 rows of 1025..8192 columns): norm_pipe_kernel, the packed
 //    kernel's row math in persistent blocks that prefetch the next rows into shared memory
 //    (row_pipe.cuh).
 #pragma once
@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
   }
 }
 
-// The "pipe" variant for f16/bf16 (row_pipe.cuh has the pipeline and why): rows of
+// The default ("pipe") plan for f16/bf16 (row_pipe.cuh has the pipeline and why): rows of
 // 1025..8192 columns, x rows 16-byte aligned with cols % 8 == 0, in persistent blocks of
 // cols / 32 threads (<= 256) that keep the next rows of x in flight in shared memory (stages of
 // 16 KB) while the current row is reduced and written. The row math is norm_packed_kernel's (raw
@@ -441,12 +441,15 @@ Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a
 
 // How rows are placed (the layernorm and rmsnorm variants).
 enum class NormPlan {
-  best,  // the default ("" variant): norm_packed_kernel for 1025..8192 columns, else as regs
+  packed,  // variant "packed" (the default until 2026-11-21, session 3): norm_packed_kernel for
+           // 1025..8192 columns, else as regs
   regs,  // registers (f32 copies) up to kMaxRegisterCols, then the long kernel (cached when it
          // fits): the default before 2026-11-21, variant "regs"
   smem,  // registers (warp per row) up to 1024 columns, then the long kernel with the cache
-  pipe,  // norm_pipe_kernel where it applies (f16/bf16, persistent blocks, rows prefetched into
-         // shared memory with cp.async), every other shape as best
+  pipe,  // the default ("" variant; measured 2026-11-21 as variant "pipe": 16-bit layernorm
+         // 155-169 us against packed's 208-214, rmsnorm 155-157 against 188-190): norm_pipe_kernel
+         // where it applies (f16/bf16, persistent blocks, rows prefetched into shared memory
+         // with cp.async), every other shape (f32 too) as packed
 };
 
 template <typename T, bool kLayerNorm>
@@ -456,10 +459,10 @@ Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) 
     auto launched = try_launch_norm_pipe<T, kLayerNorm>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
-    plan = NormPlan::best;
+    plan = NormPlan::packed;
   }
   if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
-  if (plan == NormPlan::best && a.cols > 32 * 32 && a.cols <= kNormPackedMaxCols) {
+  if (plan == NormPlan::packed && a.cols > 32 * 32 && a.cols <= kNormPackedMaxCols) {
     const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
     a.group = block;
     norm_packed_kernel<T, kLayerNorm>

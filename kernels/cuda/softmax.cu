@@ -2,17 +2,19 @@
 // y = exp(z - max z) / sum; a fully masked (all -inf) row gives 0. The mask is broadcast to x's
 // shape (stride-0 dims) and may hold -inf.
 // Kernels: kernels/cuda/softmax_rows.cuh. Variants (rows placed by SoftmaxPlan):
-//   ""         rows of 1025..8192 columns in registers with 3 rows per SM, f16/bf16 with the
+//   ""         rows of 1025..8192 columns (aligned, cols % 16 bytes == 0) in persistent blocks
+//              that prefetch the next rows into shared memory with cp.async while reducing the
+//              current one (softmax_pipe_kernel; equal to "occ" bit for bit); other shapes as
+//              "occ" (promoted from "pipe" after the H200 run of 2026-11-21, session 3:
+//              f32 297 us against 435, f16/bf16 161-163 against 283-287 at 16384 x 8192);
+//   "occ"      rows of 1025..8192 columns in registers with 3 rows per SM, f16/bf16 with the
 //              2-instruction exp (ex2.approx, error bound in cuda_common.cuh), f32 with expf;
-//              other lengths as "reg2" (promoted from "occ" after the H200 run of 2026-11-21);
-//   "occ_expf" as "" with expf for every dtype (the earlier 16-bit numerics; f32 same as "");
+//              other lengths as "reg2" (the default from the first H200 run of 2026-11-21);
+//   "occ_expf" as "occ" with expf for every dtype (the earlier 16-bit numerics);
 //   "reg2"     the default before 2026-11-21: rows up to 16K columns in registers (2 rows per SM
 //              at 8192 columns), up to 51200 in shared memory, else streamed;
 //   "smem"     rows over 1024 columns in shared memory (more rows per SM than registers allow);
 //   "two_pass" always streamed: statistics pass, then a write pass that re-reads x.
-//   "pipe"     rows of 1025..8192 columns (aligned, cols % 16 bytes == 0) in persistent blocks
-//              that prefetch the next rows into shared memory with cp.async while reducing the
-//              current one (softmax_pipe_kernel; equal to "" bit for bit); other shapes as "".
 // All but two_pass read x once and write y once; two_pass measures what that buys.
 #include "kernels/cuda/softmax_rows.cuh"
 
@@ -87,12 +89,12 @@ bool register_softmax(const char* variant, SoftmaxPlan plan) {
       [plan](OpCall& call) { return run_softmax(call, plan); }, check_softmax);
 }
 
-DNNB_REGISTER(register_softmax("", SoftmaxPlan::best));
+DNNB_REGISTER(register_softmax("", SoftmaxPlan::pipe));
+DNNB_REGISTER(register_softmax("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_softmax("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_softmax("reg2", SoftmaxPlan::reg2));
 DNNB_REGISTER(register_softmax("smem", SoftmaxPlan::smem));
 DNNB_REGISTER(register_softmax("two_pass", SoftmaxPlan::two_pass));
-DNNB_REGISTER(register_softmax("pipe", SoftmaxPlan::pipe));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -23,7 +23,7 @@
 //    Few long rows are split over several blocks: a stats launch writes (m, s) per chunk, a
 //    write launch merges them (in a fixed order: deterministic) and writes its chunk (x read
 //    twice; such problems are small enough to stay in L2).
-//  - pipe (variant "pipe", rows of 1025..8192 columns): softmax_pipe_kernel, the registers
+//  - pipe (the default, rows of 1025..8192 columns): softmax_pipe_kernel, the registers
 //    kernel's row math in persistent blocks that prefetch the next rows into shared memory
 //    (row_pipe.cuh).
 #pragma once
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
   softmax_regs_rows<T, 32, kFastExp>(a);
 }
 
-// The "pipe" variant (row_pipe.cuh has the pipeline and why): rows of 1025..8192 columns, x
+// The default "pipe" plan (row_pipe.cuh has the pipeline and why): rows of 1025..8192 columns, x
 // rows 16-byte aligned with cols % kVec == 0 (whole 16-byte copies), in persistent blocks of
 // cols / 32 threads (<= 256) that keep the next kStages - 1 rows of x in flight in shared memory
 // while the current row is reduced and written. The row math is softmax_regs_rows' (32 columns
@@ -425,15 +425,17 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads, 1)
 
 // How a launcher places rows (the softmax variants).
 enum class SoftmaxPlan {
-  best,      // the default ("" variant): softmax_regs_occ_kernel for 1025..8192 columns with the
-             // approximate exp for f16/bf16 (expf for f32), else as reg2
-  occ_expf,  // as best with expf for every dtype (the previous 16-bit numerics)
+  occ,       // variant "occ" (the default until 2026-11-21, session 3): softmax_regs_occ_kernel for
+             // 1025..8192 columns with the approximate exp for f16/bf16 (expf for f32), else as reg2
+  occ_expf,  // as occ with expf for every dtype (the previous 16-bit numerics)
   reg2,      // registers up to kMaxRegisterCols (2 rows per SM at 8192 columns), then the long
              // kernel with the z cache: the default before 2026-11-21
   smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
   two_pass,  // the long kernel without the cache at every size: x read twice
-  pipe,      // softmax_pipe_kernel where it applies (persistent blocks, rows prefetched into
-             // shared memory with cp.async), every other shape as best
+  pipe,      // the default ("" variant; measured 2026-11-21 as variant "pipe": f32 297 us against
+             // occ's 435, f16/bf16 161-163 against 283-287 at 16384 x 8192): softmax_pipe_kernel
+             // where it applies (persistent blocks, rows prefetched into shared memory with
+             // cp.async), every other shape as occ
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -445,16 +447,16 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
     auto launched = try_launch_softmax_pipe<T>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
-    plan = SoftmaxPlan::best;
+    plan = SoftmaxPlan::occ;
   }
   const int64_t want_blocks = 2LL * device.sm_count();
-  if ((plan == SoftmaxPlan::best || plan == SoftmaxPlan::occ_expf) && a.cols > 32 * 32 &&
+  if ((plan == SoftmaxPlan::occ || plan == SoftmaxPlan::occ_expf) && a.cols > 32 * 32 &&
       a.cols <= kSoftmaxOccMaxCols) {
     if (a.rows > INT32_MAX) return Status::unsupported("too many rows for one launch");
     const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
     a.group = block;
     if constexpr (sizeof(T) == 2) {
-      if (plan == SoftmaxPlan::best)
+      if (plan == SoftmaxPlan::occ)
         softmax_regs_occ_kernel<T, true>
             <<<static_cast<unsigned>(a.rows), block, 0, device.stream()>>>(a);
       else

@@ -30,6 +30,7 @@ OpSpec make_layernorm_spec() {
   spec.check_problems = ops::row_check_problems();
   spec.check_problems.push_back("64x4096:eps=1e-6");
   spec.check_problems.push_back("1x8192:eps=0.1");
+  spec.check_problems.push_back(ops::kManyRowsProblem);
   spec.bench_problems = ops::row_bench_problems();
   spec.signature = layernorm_signature;
   spec.flops = [](const Problem& p) { return 8.0 * static_cast<double>(shape_numel(p.shape)); };

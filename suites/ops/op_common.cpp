@@ -220,7 +220,8 @@ Result<Signature> cross_entropy_signature(const Problem& p, bool backward) {
 
 std::vector<std::string> cross_entropy_check_problems() {
   return {"512x32000:ignore_index=-100", "64x4096", "333x1000", "1x8192", "7x33:ignore_index=-100",
-          "16x1000:ignore_index=3", "333x1000:ignore_index=-100,layout=transposed", "64x4096:layout=padded"};
+          "16x1000:ignore_index=3", "333x1000:ignore_index=-100,layout=transposed", "64x4096:layout=padded",
+          std::string(kManyRowsProblem) + ":ignore_index=-100"};
 }
 
 std::vector<std::string> cross_entropy_bench_problems() {

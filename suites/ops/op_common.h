@@ -42,6 +42,11 @@ OpSpec family1_spec(const std::string& name, const std::string& torch, const std
 
 // The shapes most ops are checked and benchmarked at.
 std::vector<std::string> row_check_problems();   // 64x4096 333x1000 1x8192 + layouts, 3-D, odd
+// "4500x2056": enough rows that GPU row kernels with persistent blocks or warps (132 SMs x 2-3
+// blocks, or x 16 warps) each loop over several rows, crossing row boundaries, which the
+// problems above (<= 512 rows) never reach; 2056 columns are a whole number of 16-byte vectors
+// in every float dtype (the pipelined paths' condition) and not a power of two.
+inline constexpr const char* kManyRowsProblem = "4500x2056";
 std::vector<std::string> row_bench_problems();   // 16384x8192 1x8192 64x8192
 
 // Elementwise x -> y; `flops_per_element` is documented in the op's file.

@@ -38,6 +38,8 @@ OpSpec make_rmsnorm_spec() {
   for (const char* p : {"64x4096:form=gemma", "333x1000:form=gemma,layout=transposed",
                         "64x4096:eps=1e-5,form=gemma", "1x8192:eps=0.1", "4097:form=gemma"})
     spec.check_problems.push_back(p);
+  spec.check_problems.push_back(ops::kManyRowsProblem);
+  spec.check_problems.push_back(std::string(ops::kManyRowsProblem) + ":form=gemma");
   spec.bench_problems = ops::row_bench_problems();
   spec.bench_problems.push_back("16384x8192:form=gemma");
   spec.signature = rmsnorm_signature;

@@ -54,6 +54,8 @@ OpSpec make_softmax_spec() {
                         "333x1000:layout=transposed,mask=1x1000,scale=0.125",
                         "7x33:mask=7x33,masked_rows=1,scale=0.125,softcap=50"})
     spec.check_problems.push_back(p);
+  spec.check_problems.push_back(ops::kManyRowsProblem);
+  spec.check_problems.push_back(std::string(ops::kManyRowsProblem) + ":mask=1x2056,scale=0.125");
   spec.bench_problems = ops::row_bench_problems();
   spec.bench_problems.push_back("16384x8192:scale=0.125");
   spec.bench_problems.push_back("64x8192:softcap=30");
