@@ -68,7 +68,7 @@ for step in "$@"; do
     [ -n "${NO_CTEST:-}" ] || { (cd build/gpu && timeout 180 ctest -j4 --output-on-failure > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt"; } ;;
   variants)
     log "CUDA variants at 16384x8192"
-    cap=200 bench bench-variants --backend cuda --size 16384x8192 --repetitions 20 --warmup 5
+    cap=200 bench bench-variants --backend cuda --size 16384x8192 --repetitions 20 --warmup 5 ${CEILINGS:+--ceilings "$CEILINGS"}
     grep -E "copy|empty" "$OUT/bench-variants.txt" ;;
   opencl)
     log "OpenCL on NVIDIA at 16384x8192, per op"
