@@ -129,8 +129,8 @@ int64_t last_level_cache_bytes() {
   return llc > 0 ? llc : 32ll << 20;
 }
 
-// DNNB_AVX512_STREAM_MIN_BYTES overrides the threshold (0: always stream), so that
-// `check` can exercise the non-temporal path on its small cases.
+// DNNB_AVX512_STREAM_MIN_BYTES overrides the threshold on the footprint (0: always stream),
+// so that `check` can exercise the non-temporal path on its small cases.
 int64_t stream_threshold() {
   if (const char* env = std::getenv("DNNB_AVX512_STREAM_MIN_BYTES"); env != nullptr && *env != '\0')
     return std::strtoll(env, nullptr, 10);
@@ -138,9 +138,14 @@ int64_t stream_threshold() {
 }
 }  // namespace
 
-bool stream_output(int64_t bytes) {
+bool stream_output(int64_t output_bytes, int64_t input_bytes) {
   static const int64_t threshold = stream_threshold();
-  return bytes >= threshold;
+  return output_bytes + input_bytes >= threshold;
+}
+
+bool stream_rows(const HostRows& out, int64_t input_bytes) {
+  const int64_t output_bytes = out.rows() * out.cols() * static_cast<int64_t>(out.element_size);
+  return out.col_stride() == 1 && stream_output(output_bytes, input_bytes);
 }
 
 RowChunks plan_row_chunks(int64_t rows, int64_t cols) {

@@ -150,11 +150,20 @@ Status with_format(DType dtype, F&& f) {
 
 // ---- Writing a span: regular or non-temporal stores -----------------------------------
 
-// True when an output of `bytes` should be written with non-temporal stores: it is at least
-// as large as the last-level cache, so regular stores would each cost a read-for-ownership
-// of a line that is evicted before it is read again. Smaller outputs stay in the cache for
-// their consumer. (LLC size from cpu_description(), 32 MiB when unknown.)
-bool stream_output(int64_t bytes);
+// True when an op that reads `input_bytes` and writes `output_bytes` should write its output
+// with non-temporal stores: when inputs and output together (the op's footprint) are at
+// least the last-level cache's size (cpu_description(), 32 MiB when unknown). At that point
+// the read-for-ownership that every regular store costs (output_bytes of extra reads) is at
+// least what regular stores could leave in the cache for the consumer (about LLC x output /
+// footprint bytes, the output's share of the lines still cached at the end), so streaming
+// wins; below it everything stays cached and regular stores win. The output alone is not
+// the measure: on the GPU host's Xeon (300 MiB LLC) a 16384 x 8192 16-bit output (256 MiB) is
+// under the LLC, but an add's 768 MiB footprint has evicted its first lines long before
+// anyone reads them. DNNB_AVX512_STREAM_MIN_BYTES=N replaces the LLC size (0: always).
+bool stream_output(int64_t output_bytes, int64_t input_bytes);
+
+// Bytes of t's elements: what an op reads of an input, however it is broadcast.
+inline int64_t tensor_bytes(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
 
 // Writes y[0, n) = gen(i, m) for i = 0, 16, 32, ..., where gen returns the 16 values of
 // columns [i, i + 16) (lanes outside mask m are ignored). Regular stores when !stream;
@@ -258,6 +267,10 @@ struct HostRows {
     return reinterpret_cast<T*>(data) + index.row_offset(r);
   }
 };
+
+// stream_output for an output addressed as rows, which every kernel asks once per call:
+// only a unit-stride output streams (a strided one is scattered from scratch, regular stores).
+bool stream_rows(const HostRows& out, int64_t input_bytes);
 
 // Rows of `t` (a host tensor); unsupported if row_index cannot describe it.
 Result<HostRows> host_rows(const Tensor& t);

@@ -27,6 +27,12 @@ DNNB_AVX512 void gradient_write(const typename Fmt::storage* x, int64_t n, int64
   });
 }
 
+// An ignored row's columns: zeros, through the same (streaming) store path as kept rows.
+template <class Fmt>
+DNNB_AVX512 void zero_write(int64_t n, typename Fmt::storage* dx, bool stream) {
+  write_span_values<Fmt>(dx, n, stream, [&](int64_t, __mmask16) DNNB_AVX512_LAMBDA { return _mm512_setzero_ps(); });
+}
+
 // A whole kept row: e = e^(x - max) once per element into the f32 scratch row z (exp_row),
 // then dx = (e / sum - onehot) / kept.
 template <class Fmt>
@@ -54,15 +60,14 @@ Status run_cross_entropy_bwd(OpCall& call) {
   auto targets = read_targets(call, rows, x->cols());
   if (!targets) return targets.status();
   const float inv_kept = targets->kept == 0 ? 0.0f : 1.0f / static_cast<float>(targets->kept);
-  const bool stream =
-      dx->col_stride() == 1 && stream_output(dx->rows() * dx->cols() * static_cast<int64_t>(sizeof(T)));
+  const bool stream = stream_rows(*dx, tensor_bytes(call.inputs.at(0)));
   const int64_t cols = x->cols();
   if (plan_row_chunks(rows, cols).chunks == 1) {
     // Whole rows per task: one exponential per element (gradient_row).
     parallel_tasks(rows, rows * std::max<int64_t>(cols, 1), [&](int64_t r) {
       T* dst = write_span<T>(*dx, r, 0, cols, 2);
       if (targets->ignored(r)) {
-        std::fill(dst, dst + cols, T{});
+        zero_write<Fmt>(cols, dst, stream);
       } else {
         gradient_row<Fmt>(read_span<T>(*x, r, 0, cols, 0), cols, targets->target[r], inv_kept,
                           scratch<float>(3, cols), dst, stream, next_row_of(*x, r));
@@ -82,7 +87,7 @@ Status run_cross_entropy_bwd(OpCall& call) {
       [&](int64_t r, int64_t c0, int64_t n, const OnlineSoftmax& row) {
         T* dst = write_span<T>(*dx, r, c0, n, 2);
         if (targets->ignored(r)) {
-          std::fill(dst, dst + n, T{});
+          zero_write<Fmt>(n, dst, stream);
         } else {
           gradient_write<Fmt>(read_span<T>(*x, r, c0, n, 0), n, targets->target[r] - c0, row, inv_kept, dst, stream);
         }

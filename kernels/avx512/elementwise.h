@@ -96,7 +96,7 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
     }
   }
   T* dst = write_span<T>(plan.out, r, c0, n, 3);
-  write_span_values<Fmt>(dst, n, stream && plan.out.col_stride() == 1, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+  write_span_values<Fmt>(dst, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
     __m512 v[N];
     if (m == 0xffff) {
       for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i);
@@ -108,12 +108,13 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
   commit_span(plan.out, r, c0, n, dst);
 }
 
+// input_bytes: what the inputs hold (each read once, however broadcast), for stream_rows.
 template <class Fmt, class Op, int N>
-Status run_elementwise(const ElementwisePlan<N>& plan, const Op& op) {
+Status run_elementwise(const ElementwisePlan<N>& plan, const Op& op, int64_t input_bytes) {
   const int64_t rows = plan.out.rows(), cols = plan.out.cols();
   if (rows * cols == 0) return Status::ok();
   const int64_t tiles_per_row = (cols + kTile - 1) / kTile;
-  const bool stream = stream_output(rows * cols * static_cast<int64_t>(sizeof(typename Fmt::storage)));
+  const bool stream = stream_rows(plan.out, input_bytes);
   parallel_tasks(rows * tiles_per_row, rows * cols, [&](int64_t task) {
     const int64_t r = task / tiles_per_row, c0 = (task % tiles_per_row) * kTile;
     elementwise_tile<Fmt, Op, N>(plan, op, r, c0, std::min(kTile, cols - c0), stream);
@@ -127,9 +128,11 @@ Status elementwise(OpCall& call, const std::array<const Tensor*, N>& inputs, Mak
   const Tensor& out = call.outputs.at(0);
   auto plan = plan_elementwise<N>(out, inputs);
   if (!plan) return plan.status();
+  int64_t input_bytes = 0;
+  for (const Tensor* t : inputs) input_bytes += tensor_bytes(*t);
   return with_format(out.dtype, [&](auto fmt) -> Status {
     using Fmt = decltype(fmt);
-    return run_elementwise<Fmt>(*plan, make_op(fmt));
+    return run_elementwise<Fmt>(*plan, make_op(fmt), input_bytes);
   });
 }
 

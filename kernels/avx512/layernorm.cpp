@@ -40,7 +40,7 @@ Status run_layernorm(OpCall& call) {
   auto b = contiguous_vector<T>(call.inputs.at(2), b_copy);
   if (!b) return b.status();
   const int64_t cols = x->cols();
-  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
+  const bool stream = stream_rows(*y, tensor_bytes(call.inputs.at(0)));
   for_each_row<MeanM2>(
       x->rows(), cols,
       [&](int64_t r, int64_t c0, int64_t n) { return mean_m2_span<Fmt>(read_span<T>(*x, r, c0, n, 0), n); },

@@ -41,7 +41,7 @@ Status run_rmsnorm(OpCall& call) {
   auto w = contiguous_vector<T>(call.inputs.at(1), w_copy);
   if (!w) return w.status();
   const int64_t cols = x->cols();
-  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
+  const bool stream = stream_rows(*y, tensor_bytes(call.inputs.at(0)));
   for_each_row<float>(
       x->rows(), cols,
       [&](int64_t r, int64_t c0, int64_t n) {

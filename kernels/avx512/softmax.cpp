@@ -85,7 +85,7 @@ Status run_softmax(OpCall& call) {
     if (!mrows) return mrows.status();
     mask = *mrows;
   }
-  const bool stream = y->col_stride() == 1 && stream_output(y->rows() * y->cols() * static_cast<int64_t>(sizeof(T)));
+  const bool stream = stream_rows(*y, tensor_bytes(x_tensor) + (has_mask ? tensor_bytes(call.inputs[1]) : 0));
   // Scratch slots: 0 x, 1 mask, 2 y, 3 the f32 row of softmax_row.
   auto logits_at = [&](int64_t r, int64_t c0, int64_t n) {
     return SoftmaxLogits<Fmt>{read_span<T>(*x, r, c0, n, 0), has_mask ? read_span<T>(mask, r, c0, n, 1) : nullptr, p};
