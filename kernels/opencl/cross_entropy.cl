@@ -13,7 +13,7 @@ DNNB_ROW_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, c
   for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
     const global dnnb_t* row = logits + dnnb_row_start(lr, r);
-    dnnb_vec cache[DNNB_ROW_VECS];
+    dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
     const float s = dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
     if (get_local_id(0) == 0) {

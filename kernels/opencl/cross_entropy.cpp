@@ -12,16 +12,16 @@ namespace dnnb::opencl {
 namespace {
 
 // ce_rows_cached into `partial`, or false when the problem is not one it takes.
-Result<bool> try_ce_rows_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& lr,
+Result<bool> try_ce_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDevice& device, const std::string& source, const ClRows& lr,
                                 int64_t ignore_index, cl_mem partial) {
   const DType dtype = call.problem.dtype;
-  const int vecs = row_cache_vecs(dtype, lr.cols);
+  const int vecs = row_cache_vecs(dtype, lr.cols, plan);
   if (vecs == 0 || lr.col_stride != 1 || lr.cols >= kRowMaxCols) return false;
   auto aligned = rows_chunk_aligned(device, dtype, {lr});
   if (!aligned) return aligned.status();
-  auto kernel = device.kernel("cross_entropy", source, "ce_rows_cached", row_options(device, dtype, vecs, *aligned));
+  auto kernel = opencl_kernel(device, "cross_entropy", source, "ce_rows_cached", row_options(device, dtype, vecs, *aligned, plan));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   if (!*fits) return false;
   const Tensor& target = call.inputs[1];
@@ -29,11 +29,11 @@ Result<bool> try_ce_rows_cached(OpCall& call, OpenCLDevice& device, const std::s
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(partial);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy/ce_rows_cached"));
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy/ce_rows_cached", plan.wg));
   return true;
 }
 
-Status run_cross_entropy(OpCall& call, const std::string& source, bool allow_cached) {
+Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan& plan) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -52,16 +52,16 @@ Status run_cross_entropy(OpCall& call, const std::string& source, bool allow_cac
   const int64_t rows = logits.shape[0];
   auto partial = (*device)->scratch(static_cast<size_t>(std::max<int64_t>(rows, 1)) * 2 * sizeof(cl_float));
   if (!partial) return partial.status();
-  const std::string options = row_options(**device, call.problem.dtype, 1, false);
+  const std::string options = row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan));
 
   bool rows_done = rows == 0;
-  if (!rows_done && allow_cached) {
-    auto done = try_ce_rows_cached(call, **device, source, *lr, *ignore_index, *partial);
+  if (!rows_done && plan.cached) {
+    auto done = try_ce_rows_cached(call, plan, **device, source, *lr, *ignore_index, *partial);
     if (!done) return done.status();
     rows_done = *done;
   }
   if (!rows_done) {
-    auto kernel = (*device)->kernel("cross_entropy", source, "ce_rows", options);
+    auto kernel = opencl_kernel(**device, "cross_entropy", source, "ce_rows", options);
     if (!kernel) return kernel.status();
     auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
     if (!geometry) return geometry.status();
@@ -72,7 +72,7 @@ Status run_cross_entropy(OpCall& call, const std::string& source, bool allow_cac
     DNNB_TRY(args.status());
     DNNB_TRY(launch_rows(**device, *kernel, *geometry, "cross_entropy/ce_rows"));
   }
-  auto finish = (*device)->kernel("cross_entropy", source, "ce_finish", options);
+  auto finish = opencl_kernel(**device, "cross_entropy", source, "ce_finish", options);
   if (!finish) return finish.status();
   auto limit = work_group_limit(**device, *finish, 256);
   if (!limit) return limit.status();
@@ -87,10 +87,13 @@ Status run_cross_entropy(OpCall& call, const std::string& source, bool allow_cac
 bool register_cross_entropy() {
   std::string source =
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy});
-  return register_opencl("cross_entropy", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy(call, source, true); }) &&
-         register_opencl("cross_entropy", "legacy", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy(call, source, false); });
+  bool ok = true;
+  for (const auto& [variant, plan] : row_variants(/*with_stream=*/false)) {
+    ok = register_opencl("cross_entropy", variant, {DType::f32, DType::bf16},
+                         [source, plan = plan](OpCall& call) { return run_cross_entropy(call, source, plan); }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace

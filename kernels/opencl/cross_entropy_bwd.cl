@@ -29,15 +29,16 @@ DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
     const int target_ok = t >= 0 && t < cols;
     const float bad_target = (ignored || target_ok) ? 0.0f : NAN;
     const dnnb_ivec target_col = (dnnb_ivec)(target_ok ? (int)t : -1);
-    dnnb_vec cache[DNNB_ROW_VECS];
+    dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
     const float inv_s = 1.0f / dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
+    const float shift = m == -INFINITY ? 0.0f : m;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
       if (c < cols) {
         const dnnb_vec onehot = select((dnnb_vec)(0.0f), (dnnb_vec)(1.0f), (dnnb_ivec)(c) + DNNB_IOTA == target_col);
-        const dnnb_vec g = ignored ? (dnnb_vec)(0.0f) : (cache[k] * inv_s - onehot) * inv_count + bad_target;
+        const dnnb_vec g = ignored ? (dnnb_vec)(0.0f) : (dnnb_row_lse_exp(cache[k], shift) * inv_s - onehot) * inv_count + bad_target;
         dnnb_row_store(drow, c, cols, g);
       }
     }

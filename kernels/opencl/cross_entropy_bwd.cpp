@@ -11,17 +11,17 @@ namespace dnnb::opencl {
 namespace {
 
 // ce_bwd_rows_cached, or false when the problem is not one it takes.
-Result<bool> try_ce_bwd_rows_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& lr,
+Result<bool> try_ce_bwd_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDevice& device, const std::string& source, const ClRows& lr,
                                     const ClRows& dr, int64_t ignore_index, cl_mem count) {
   const DType dtype = call.problem.dtype;
-  const int vecs = row_cache_vecs(dtype, lr.cols);
+  const int vecs = row_cache_vecs(dtype, lr.cols, plan);
   if (vecs == 0 || lr.col_stride != 1 || dr.col_stride != 1 || lr.cols >= kRowMaxCols) return false;
   auto aligned = rows_chunk_aligned(device, dtype, {lr, dr});
   if (!aligned) return aligned.status();
   auto kernel =
-      device.kernel("cross_entropy_bwd", source, "ce_bwd_rows_cached", row_options(device, dtype, vecs, *aligned));
+      opencl_kernel(device, "cross_entropy_bwd", source, "ce_bwd_rows_cached", row_options(device, dtype, vecs, *aligned, plan));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   if (!*fits) return false;
   const Tensor& target = call.inputs[1];
@@ -29,11 +29,11 @@ Result<bool> try_ce_bwd_rows_cached(OpCall& call, OpenCLDevice& device, const st
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(count).add(cl_buffer(call.outputs[0])).add(dr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached"));
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached", plan.wg));
   return true;
 }
 
-Status run_cross_entropy_bwd(OpCall& call, const std::string& source, bool allow_cached) {
+Status run_cross_entropy_bwd(OpCall& call, const std::string& source, const RowPlan& plan) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -55,10 +55,10 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, bool allow
   if (!dr) return dr.status();
   auto count = (*device)->scratch(sizeof(cl_float));
   if (!count) return count.status();
-  const std::string options = row_options(**device, call.problem.dtype, 1, false);
+  const std::string options = row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan));
   const int64_t rows = logits.shape[0];
 
-  auto counter = (*device)->kernel("cross_entropy_bwd", source, "ce_count", options);
+  auto counter = opencl_kernel(**device, "cross_entropy_bwd", source, "ce_count", options);
   if (!counter) return counter.status();
   auto limit = work_group_limit(**device, *counter, 256);
   if (!limit) return limit.status();
@@ -69,12 +69,12 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, bool allow
   const size_t count_global = *limit;
   DNNB_TRY(enqueue(**device, *counter, 1, &count_global, &count_global, "cross_entropy_bwd/ce_count"));
 
-  if (allow_cached) {
-    auto done = try_ce_bwd_rows_cached(call, **device, source, *lr, *dr, *ignore_index, *count);
+  if (plan.cached) {
+    auto done = try_ce_bwd_rows_cached(call, plan, **device, source, *lr, *dr, *ignore_index, *count);
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
-  auto kernel = (*device)->kernel("cross_entropy_bwd", source, "ce_bwd_rows", options);
+  auto kernel = opencl_kernel(**device, "cross_entropy_bwd", source, "ce_bwd_rows", options);
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
   if (!geometry) return geometry.status();
@@ -89,10 +89,13 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, bool allow
 bool register_cross_entropy_bwd() {
   std::string source =
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
-  return register_opencl("cross_entropy_bwd", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source, true); }) &&
-         register_opencl("cross_entropy_bwd", "legacy", {DType::f32, DType::bf16},
-                         [source](OpCall& call) { return run_cross_entropy_bwd(call, source, false); });
+  bool ok = true;
+  for (const auto& [variant, plan] : row_variants(/*with_stream=*/false)) {
+    ok = register_opencl("cross_entropy_bwd", variant, {DType::f32, DType::bf16},
+                         [source, plan = plan](OpCall& call) { return run_cross_entropy_bwd(call, source, plan); }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace

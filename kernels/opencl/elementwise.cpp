@@ -38,7 +38,7 @@ Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string&
     if (!ok) return ok.status();
     aligned = aligned && *ok;
   }
-  auto kernel = device.kernel(program_name, source, "binary_2d", row_options(device, dtype, 1, aligned));
+  auto kernel = opencl_kernel(device, program_name, source, "binary_2d", row_options(device, dtype, 1, aligned));
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(a)).add(ar.offset).add(a_rs).add(static_cast<cl_int>(ar.col_stride));
@@ -67,7 +67,7 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
   if (chunks && is_flat(x) && is_flat(y)) {
     auto aligned = rows_chunk_aligned(**device, dtype, {flat_rows(x.offset), flat_rows(y.offset)});
     if (!aligned) return aligned.status();
-    auto kernel = (*device)->kernel(program_name, source, "unary_chunks", row_options(**device, dtype, 1, *aligned));
+    auto kernel = opencl_kernel(**device, program_name, source, "unary_chunks", row_options(**device, dtype, 1, *aligned));
     if (!kernel) return kernel.status();
     KernelArgs args(*kernel);
     args.add(cl_buffer(x)).add(cl_long{x.offset}).add(cl_buffer(y)).add(cl_long{y.offset}).add(cl_long{y.numel()});
@@ -75,7 +75,7 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
     return launch_flat(**device, *kernel, y.numel(), program_name + "/unary_chunks", row_chunk_width(dtype));
   }
   if (is_flat(x) && is_flat(y)) {
-    auto kernel = (*device)->kernel(program_name, source, "unary_flat", options);
+    auto kernel = opencl_kernel(**device, program_name, source, "unary_flat", options);
     if (!kernel) return kernel.status();
     KernelArgs args(*kernel);
     args.add(cl_buffer(x)).add(cl_long{x.offset}).add(cl_buffer(y)).add(cl_long{y.offset}).add(cl_long{y.numel()});
@@ -86,7 +86,7 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
   if (!xr) return xr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel(program_name, source, "unary_rows", options);
+  auto kernel = opencl_kernel(**device, program_name, source, "unary_rows", options);
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(*xr).add(cl_buffer(y)).add(*yr);
@@ -109,7 +109,7 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   const Tensor& in_a = call.inputs[0];
   const Tensor& in_b = call.inputs[1];
   if (in_a.shape == y.shape && in_b.shape == y.shape && is_flat(in_a) && is_flat(in_b) && is_flat(y)) {
-    auto kernel = (*device)->kernel(program_name, source, "binary_flat", options);
+    auto kernel = opencl_kernel(**device, program_name, source, "binary_flat", options);
     if (!kernel) return kernel.status();
     KernelArgs args(*kernel);
     args.add(cl_buffer(in_a)).add(cl_long{in_a.offset}).add(cl_buffer(in_b)).add(cl_long{in_b.offset});
@@ -128,7 +128,7 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
-  auto kernel = (*device)->kernel(program_name, source, "binary_rows", options);
+  auto kernel = opencl_kernel(**device, program_name, source, "binary_rows", options);
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(*a)).add(*ar).add(cl_buffer(*b)).add(*br).add(cl_buffer(y)).add(*yr);
@@ -136,12 +136,21 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   return launch_elementwise_rows(**device, *kernel, yr->rows, yr->cols, program_name + "/binary_rows");
 }
 
-bool register_unary(const std::string& op, const char* op_source) {
+bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat) {
   std::string source = program_source({op_source, opencl_source::row_body, opencl_source::unary_body});
-  return register_opencl(op, float_dtypes(),
+  bool ok = register_opencl(op, float_dtypes(),
+                            [op, source, f32_default_flat](OpCall& call) {
+                              const bool chunks = !(f32_default_flat && call.problem.dtype == DType::f32);
+                              return run_unary(call, op, source, chunks);
+                            }) &&
+            register_opencl(op, "legacy", float_dtypes(),
+                            [op, source](OpCall& call) { return run_unary(call, op, source, false); });
+  // Keeps unary_chunks measurable for every dtype where the default is not it.
+  if (f32_default_flat)
+    ok = register_opencl(op, "chunks", float_dtypes(),
                          [op, source](OpCall& call) { return run_unary(call, op, source, true); }) &&
-         register_opencl(op, "legacy", float_dtypes(),
-                         [op, source](OpCall& call) { return run_unary(call, op, source, false); });
+         ok;
+  return ok;
 }
 
 bool register_binary(const std::string& op, const char* op_source) {

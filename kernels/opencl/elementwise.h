@@ -15,7 +15,9 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
 Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path);
 
 // Register the default and the "legacy" variant (unary_flat / binary_rows only).
-bool register_unary(const std::string& op, const char* op_source);
+// f32_default_flat: the f32 default is unary_flat (legacy) and variant "chunks" keeps
+// unary_chunks for every dtype (tanh: see docs/opencl.md, H200 measurements of 2026-11-21).
+bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat = false);
 bool register_binary(const std::string& op, const char* op_source);
 
 }  // namespace dnnb::opencl

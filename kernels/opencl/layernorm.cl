@@ -20,20 +20,20 @@ DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, cons
   for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
-    dnnb_vec cache[DNNB_ROW_VECS];
+    dnnb_cache_t cache[DNNB_ROW_VECS];
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      cache[k] = c < cols ? dnnb_row_load(xrow, c, cols, 0.0f) : (dnnb_vec)(0.0f);
-      s += dnnb_vsum(cache[k]);
+      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
+      s += dnnb_vsum(dnnb_cache_get(cache[k]));
     }
     const float mean = dnnb_row_wg_sum(s, scratch) * inv_cols;
     float q = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      const dnnb_vec d = select((dnnb_vec)(0.0f), cache[k] - mean, dnnb_row_inside(c, cols));
+      const dnnb_vec d = select((dnnb_vec)(0.0f), dnnb_cache_get(cache[k]) - mean, dnnb_row_inside(c, cols));
       q += dnnb_vsum(d * d);
     }
     const float rstd = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) * inv_cols + eps);
@@ -43,7 +43,7 @@ DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, cons
       if (c < cols) {
         const dnnb_vec vw = dnnb_row_load(wrow, c, cols, 0.0f);
         const dnnb_vec vb = dnnb_row_load(brow, c, cols, 0.0f);
-        dnnb_row_store(yrow, c, cols, (cache[k] - mean) * rstd * vw + vb);
+        dnnb_row_store(yrow, c, cols, (dnnb_cache_get(cache[k]) - mean) * rstd * vw + vb);
       }
     }
   }

@@ -9,29 +9,29 @@ namespace dnnb::opencl {
 namespace {
 
 // layernorm_cached, or false when the problem is not one it takes.
-Result<bool> try_layernorm_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& xr,
+Result<bool> try_layernorm_cached(OpCall& call, const RowPlan& plan, OpenCLDevice& device, const std::string& source, const ClRows& xr,
                                   const ClRows& wr, const ClRows& br, const ClRows& yr, float eps) {
   const DType dtype = call.problem.dtype;
-  const int vecs = row_cache_vecs(dtype, xr.cols);
+  const int vecs = row_cache_vecs(dtype, xr.cols, plan);
   if (vecs == 0 || xr.cols >= kRowMaxCols) return false;
   for (const ClRows* v : {&xr, &wr, &br, &yr})
     if (v->col_stride != 1) return false;
   auto aligned = rows_chunk_aligned(device, dtype, {xr, wr, br, yr});
   if (!aligned) return aligned.status();
-  auto kernel = device.kernel("layernorm", source, "layernorm_cached", row_options(device, dtype, vecs, *aligned));
+  auto kernel = opencl_kernel(device, "layernorm", source, "layernorm_cached", row_options(device, dtype, vecs, *aligned, plan));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   if (!*fits) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.inputs[1])).add(wr);
   args.add(cl_buffer(call.inputs[2])).add(br).add(static_cast<cl_float>(eps)).add(cl_buffer(call.outputs[0])).add(yr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "layernorm/layernorm_cached"));
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "layernorm/layernorm_cached", plan.wg));
   return true;
 }
 
-Status run_layernorm(OpCall& call, const std::string& source, bool allow_cached) {
+Status run_layernorm(OpCall& call, const std::string& source, const RowPlan& plan) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 3 || call.outputs.size() != 1)
@@ -57,13 +57,13 @@ Status run_layernorm(OpCall& call, const std::string& source, bool allow_cached)
   if (!br) return br.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (allow_cached) {
-    auto done = try_layernorm_cached(call, **device, source, *xr, *wr, *br, *yr, static_cast<float>(*eps));
+  if (plan.cached) {
+    auto done = try_layernorm_cached(call, plan, **device, source, *xr, *wr, *br, *yr, static_cast<float>(*eps));
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
   auto kernel =
-      (*device)->kernel("layernorm", source, "layernorm_rows", row_options(**device, call.problem.dtype, 1, false));
+      opencl_kernel(**device, "layernorm", source, "layernorm_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -76,10 +76,13 @@ Status run_layernorm(OpCall& call, const std::string& source, bool allow_cached)
 
 bool register_layernorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::layernorm});
-  return register_opencl("layernorm", float_dtypes(),
-                         [source](OpCall& call) { return run_layernorm(call, source, true); }) &&
-         register_opencl("layernorm", "legacy", float_dtypes(),
-                         [source](OpCall& call) { return run_layernorm(call, source, false); });
+  bool ok = true;
+  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true)) {
+    ok = register_opencl("layernorm", variant, float_dtypes(),
+                         [source, plan = plan](OpCall& call) { return run_layernorm(call, source, plan); }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace

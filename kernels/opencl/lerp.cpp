@@ -30,7 +30,7 @@ Status run_lerp(OpCall& call, const std::string& source) {
   for (const Tensor& t : call.inputs) flat = flat && t.shape == y.shape && is_flat(t);
   if (flat) {
     const Tensor& wt = w_is_tensor ? call.inputs[2] : call.inputs[0];
-    auto kernel = (*device)->kernel("lerp", source, "lerp_flat", options);
+    auto kernel = opencl_kernel(**device, "lerp", source, "lerp_flat", options);
     if (!kernel) return kernel.status();
     KernelArgs args(*kernel);
     args.add(cl_buffer(call.inputs[0])).add(cl_long{call.inputs[0].offset});
@@ -48,7 +48,7 @@ Status run_lerp(OpCall& call, const std::string& source) {
   if (!wr) return wr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  auto kernel = (*device)->kernel("lerp", source, "lerp_rows", options);
+  auto kernel = opencl_kernel(**device, "lerp", source, "lerp_rows", options);
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(*a)).add(*ar).add(cl_buffer(*b)).add(*br).add(cl_buffer(*w)).add(*wr);

@@ -17,26 +17,41 @@ inline float dnnb_row_logsumexp_stats(const global dnnb_t* x, long xs, long x_cs
 
 // The same statistics for the row-cached kernels (row_body.cl): the row is loaded once into
 // `cache` (columns past the end as -inf), then a max reduction and a sum of exp(x - max)
-// reduction, one exp per element, left in `cache` (the backward pass reuses them). Returns s;
-// *m_out gets m. A row of -inf only gives m = -inf and s = 0 (exp(-inf - 0) = 0).
+// reduction, one exp per element, left in `cache` (the backward pass reuses them through
+// dnnb_row_lse_exp). Returns s; *m_out gets m. A row of -inf only gives m = -inf and s = 0
+// (exp(-inf - 0) = 0). Packed (DNNB_ROW_PACKED): the cache keeps x's bits and
+// dnnb_row_lse_exp recomputes the exp (the forward loss needs none; the backward pays one more).
 // Without row_body.cl (DNNB_ROW_VECS undefined) this part is left out.
 #ifdef DNNB_ROW_VECS
-inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_vec* cache, float* m_out,
-                                       local float* scratch) {
+// The exp(x - shift) of one cached chunk, shift = (m == -inf ? 0 : m).
+inline dnnb_vec dnnb_row_lse_exp(dnnb_cache_t e, float shift) {
+#if DNNB_ROW_PACKED
+  return exp(dnnb_cache_get(e) - shift);
+#else
+  return e;
+#endif
+}
+
+inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_cache_t* cache,
+                                       float* m_out, local float* scratch) {
   float m = -INFINITY;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     const int c = dnnb_chunk_col(k);
-    cache[k] = c < cols ? dnnb_row_load(row, c, cols, -INFINITY) : (dnnb_vec)(-INFINITY);
-    m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+    cache[k] = c < cols ? dnnb_cache_load(row, c, cols, -INFINITY) : dnnb_cache_splat(-INFINITY);
+    m = dnnb_max_nan(m, dnnb_vmax(dnnb_cache_get(cache[k])));
   }
   m = dnnb_row_wg_max(m, scratch);
   const float shift = m == -INFINITY ? 0.0f : m;
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+#if DNNB_ROW_PACKED
+    s += dnnb_vsum(exp(dnnb_cache_get(cache[k]) - shift));
+#else
     cache[k] = exp(cache[k] - shift);
     s += dnnb_vsum(cache[k]);
+#endif
   }
   *m_out = m;
   return dnnb_row_wg_sum(s, scratch);

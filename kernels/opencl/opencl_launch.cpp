@@ -73,6 +73,7 @@ std::string build_options(const OpenCLDevice& device, DType dtype, const std::st
       (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT))
     options += " -cl-fp32-correctly-rounded-divide-sqrt";
   if (!extra.empty()) options += " " + extra;
+  options += dump_build_options(device);
   return options;
 }
 
@@ -160,16 +161,44 @@ Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& ge
 
 int64_t row_chunk_width(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
 
-bool row_fills_work_group(DType dtype, int64_t cols) {
-  return cols >= static_cast<int64_t>(kRowWorkGroup) * row_chunk_width(dtype) / 4;
+std::vector<std::pair<std::string, RowPlan>> row_variants(bool with_stream) {
+  std::vector<std::pair<std::string, RowPlan>> list;
+  list.emplace_back("", RowPlan{});
+  RowPlan legacy;
+  legacy.cached = false;
+  list.emplace_back("legacy", legacy);
+  // Half the items per row: twice the chunks per item; fewer, shorter reduction levels.
+  RowPlan wg128;
+  wg128.wg = 128;
+  list.emplace_back("wg128", wg128);
+  // 16-bit rows cached as their storage bits: a row costs as many register bytes as memory
+  // bytes (the float cache costs twice), so twice the 16-bit rows fit an SM's registers.
+  RowPlan wg128p = wg128;
+  wg128p.packed = true;
+  list.emplace_back("wg128p", wg128p);
+  // 64 items per row (two warps), up to 128 registers of cache each.
+  RowPlan wg64p = wg128p;
+  wg64p.wg = 64;
+  wg64p.max_regs = 128;
+  list.emplace_back("wg64p", wg64p);
+  if (with_stream) {
+    RowPlan stream = legacy;
+    stream.stream = true;
+    list.emplace_back("stream", stream);
+  }
+  return list;
 }
 
-int row_cache_vecs(DType dtype, int64_t cols) {
-  if (!row_fills_work_group(dtype, cols)) return 0;
+bool row_fills_work_group(DType dtype, int64_t cols, size_t wg) {
+  return cols >= static_cast<int64_t>(wg) * row_chunk_width(dtype) / 4;
+}
+
+int row_cache_vecs(DType dtype, int64_t cols, const RowPlan& plan) {
+  if (!row_fills_work_group(dtype, cols, plan.wg)) return 0;
   const int64_t width = row_chunk_width(dtype);
-  const int max_vecs = static_cast<int>(64 / width);  // 64 floats of registers per work-item
-  for (int vecs = 1; vecs <= max_vecs; vecs *= 2)
-    if (cols <= static_cast<int64_t>(kRowWorkGroup) * width * vecs) return vecs;
+  const int regs_per_chunk = dtype == DType::f32 || plan.packed ? 4 : 8;
+  for (int vecs = 1; vecs * regs_per_chunk <= plan.max_regs; vecs *= 2)
+    if (cols <= static_cast<int64_t>(plan.wg) * width * vecs) return vecs;
   return 0;
 }
 
@@ -190,31 +219,33 @@ Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::in
   return true;
 }
 
-std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned) {
+std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned, const RowPlan& plan) {
+  const bool packed = plan.packed && dtype != DType::f32;  // f32 has nothing to pack
   return build_options(device, dtype,
-                       "-DDNNB_ROW_WG=" + std::to_string(kRowWorkGroup) + " -DDNNB_ROW_VECS=" +
-                           std::to_string(vecs) + " -DDNNB_ALIGNED=" + (aligned ? "1" : "0"));
+                       "-DDNNB_ROW_WG=" + std::to_string(plan.wg) + " -DDNNB_ROW_VECS=" + std::to_string(vecs) +
+                           " -DDNNB_ALIGNED=" + (aligned ? "1" : "0") + " -DDNNB_ROW_PACKED=" + (packed ? "1" : "0") +
+                           " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0"));
 }
 
-Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel) {
+Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {
   size_t kernel_max = 0;
   DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_max),
                                        &kernel_max, nullptr));
-  return kernel_max >= kRowWorkGroup && device.max_work_group_size() >= kRowWorkGroup;
+  return kernel_max >= wg && device.max_work_group_size() >= wg;
 }
 
-Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what) {
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what, size_t wg) {
   if (rows <= 0) return Status::ok();
-  // The kernel's local arrays and reductions are sized for exactly kRowWorkGroup items: refuse
-  // a kernel that was built for another size rather than let it index past them.
+  // The kernel's local arrays and reductions are sized for exactly the compiled work-group
+  // size: refuse a kernel built for another size rather than let it index past them.
   size_t compiled[3] = {0, 0, 0};
   DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
                                        sizeof(compiled), compiled, nullptr));
-  if (compiled[0] != kRowWorkGroup || compiled[1] != 1 || compiled[2] != 1)
+  if (compiled[0] != wg || compiled[1] != 1 || compiled[2] != 1)
     return DNNB_ERROR(what + ": kernel compiled for work-group " + std::to_string(compiled[0]) + "x" +
                       std::to_string(compiled[1]) + "x" + std::to_string(compiled[2]) + ", launch needs " +
-                      std::to_string(kRowWorkGroup) + "x1x1");
-  const size_t local = kRowWorkGroup;
+                      std::to_string(wg) + "x1x1");
+  const size_t local = wg;
   const size_t global = std::min(static_cast<size_t>(rows), kMaxGroups) * local;
   return enqueue(device, kernel, 1, &global, &local, what);
 }

@@ -4,10 +4,12 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/registry.h"
 #include "devices/opencl/opencl_device.h"
+#include "kernels/opencl/program_dump.h"
 
 namespace dnnb::opencl {
 
@@ -89,32 +91,57 @@ struct RowGeometry {
 Result<RowGeometry> row_geometry(OpenCLDevice& device, cl_kernel kernel, int64_t rows, int64_t cols);
 Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& geometry, const std::string& what);
 
-// Row-cached kernels (row_body.cl): one work-group of exactly kRowWorkGroup items per row,
-// each item holding `vecs` chunks of 16 bytes of storage (4 f32 or 8 f16/bf16 columns) in
+// Row-cached kernels (row_body.cl): one work-group of exactly plan.wg items per row, each
+// item holding `vecs` chunks of 16 bytes of storage (4 f32 or 8 f16/bf16 columns) in
 // registers. The programs are built with row_options(); the kernels declare
-// reqd_work_group_size(kRowWorkGroup) and size their local arrays from it.
+// reqd_work_group_size(DNNB_ROW_WG) and size their local arrays from it; launch_row_cached()
+// checks the compiled size against plan.wg before it enqueues.
 constexpr size_t kRowWorkGroup = 256;
+// How a row op runs; each registered variant of softmax, layernorm, rmsnorm and the
+// cross-entropy ops is one plan (row_variants()).
+struct RowPlan {
+  bool cached = true;       // false: the op's *_rows kernel only (variant "legacy")
+  size_t wg = kRowWorkGroup;  // work-items per row of the cached kernel (16..256, power of 2)
+  bool packed = false;      // 16-bit rows cached as storage bits (uint4 = 8 columns in 4 registers)
+  int max_regs = 64;        // registers of row cache per work-item the plan accepts
+  bool stream = false;      // *_rows kernel built with DNNB_ROW_STREAM=1: x re-read (from L2), no cache
+};
+// (variant name, plan): "" (default, 256 items, float cache), "legacy", "wg128", "wg128p",
+// "wg64p" and, when with_stream, "stream".
+std::vector<std::pair<std::string, RowPlan>> row_variants(bool with_stream);
+// The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
+// cached variant shares one build of the *_rows program for the shapes it falls back on.
+inline RowPlan rows_kernel_plan(const RowPlan& plan) {
+  RowPlan rows;
+  rows.cached = false;
+  rows.stream = plan.stream;
+  return rows;
+}
 // Columns per chunk: 4 for f32, 8 for f16 and bf16.
 int64_t row_chunk_width(DType dtype);
-// True when a row is long enough for a whole work-group of kRowWorkGroup items: at least a
-// quarter chunk per item. Shorter rows go to the older kernels, whose work-group size follows
-// the row length.
-bool row_fills_work_group(DType dtype, int64_t cols);
-// The fewest chunks per work-item (1, 2, 4, ... up to 64 floats of registers) that hold a row
-// of `cols`, or 0 when the row is too long (the op then uses its streaming kernel) or too
-// short (row_fills_work_group).
-int row_cache_vecs(DType dtype, int64_t cols);
+// True when a row is long enough for a whole work-group of `wg` items: at least a quarter
+// chunk per item. Shorter rows go to the older kernels, whose work-group size follows the
+// row length.
+bool row_fills_work_group(DType dtype, int64_t cols, size_t wg = kRowWorkGroup);
+// The fewest chunks per work-item (1, 2, 4, ...; each chunk costs 4 registers for f32 and
+// packed 16-bit, 8 for unpacked 16-bit; at most plan.max_regs) that hold a row of `cols`, or
+// 0 when the row is too long (the op then uses its streaming kernel) or too short.
+int row_cache_vecs(DType dtype, int64_t cols, const RowPlan& plan = RowPlan{});
 // True when the typed 16-byte accesses of DNNB_ALIGNED=1 are legal for every view: unit
 // column stride, offset and every outer stride a multiple of the chunk width, and the device
 // aligns buffer bases to at least 16 bytes (and is little-endian: chunks are reinterpreted).
 Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views);
-// build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS and -DDNNB_ALIGNED.
-std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned);
-// False when this kernel cannot run kRowWorkGroup items on this device (its register use may
-// lower CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
-Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel);
-// One work-group of kRowWorkGroup items per row (grid-stride beyond kMaxGroups rows).
-Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what);
+// build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS, -DDNNB_ALIGNED, -DDNNB_ROW_PACKED
+// (16-bit only) and -DDNNB_ROW_STREAM, from the plan.
+std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned,
+                        const RowPlan& plan = RowPlan{});
+// False when this kernel cannot run `wg` items on this device (its register use may lower
+// CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
+Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg = kRowWorkGroup);
+// One work-group of `wg` items per row (grid-stride beyond kMaxGroups rows); refuses a kernel
+// compiled for another work-group size.
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what,
+                         size_t wg = kRowWorkGroup);
 // Largest row (in columns) the int column math of row_body.cl accepts.
 constexpr int64_t kRowMaxCols = int64_t{1} << 30;
 

@@ -9,12 +9,13 @@
 // ---- storage formats -----------------------------------------------------------------
 inline float dnnb_bf16_to_f32(ushort bits) { return as_float(((uint)bits) << 16); }
 
-// Round to nearest even on the top 16 bits; a NaN stays a (quiet) NaN.
+// Round to nearest even on the top 16 bits; a NaN stays a (quiet) NaN. Written as a select,
+// not an early return, so every element runs the same four integer ops and no branch.
 inline ushort dnnb_f32_to_bf16(float value) {
-  uint u = as_uint(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
+  const uint u = as_uint(value);
+  const uint rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint quiet = (u >> 16) | 0x0040u;
+  return (ushort)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
 #if defined(DNNB_F32)
@@ -111,7 +112,8 @@ inline float dnnb_wg_sum(float v, local float* scratch) {
 }
 
 // max that propagates NaN (as torch.max does); fmax would drop it.
-inline float dnnb_max_nan(float a, float b) { return (a > b || isnan(a)) ? a : b; }
+// Bitwise | instead of ||: no short-circuit, so the compiler emits a select, not a branch.
+inline float dnnb_max_nan(float a, float b) { return ((a > b) | isnan(a)) ? a : b; }
 inline float dnnb_max4_nan(float4 v) { return dnnb_max_nan(dnnb_max_nan(v.x, v.y), dnnb_max_nan(v.z, v.w)); }
 inline float dnnb_sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
 
@@ -213,8 +215,13 @@ inline float dnnb_wg_moments(float count, float mean, float m2, local float* scr
 #ifndef DNNB_CACHE_VECS
 #define DNNB_CACHE_VECS 8
 #endif
+// -DDNNB_ROW_STREAM=1 (variant "stream"): never cache, always the streaming branch, which
+// re-reads x (from L2 on a GPU) but keeps few registers per work-item, so more rows per SM.
+#ifndef DNNB_ROW_STREAM
+#define DNNB_ROW_STREAM 0
+#endif
 inline bool dnnb_row_fits_cache(long cols) {
-  return cols <= (long)DNNB_CACHE_VECS * (long)get_local_size(0) * 4;
+  return !DNNB_ROW_STREAM && cols <= (long)DNNB_CACHE_VECS * (long)get_local_size(0) * 4;
 }
 
 // 1 for columns c..c+3 that are inside the row, 0 past its end.

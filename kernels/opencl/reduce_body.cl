@@ -8,9 +8,17 @@
 // the "legacy" variant).
 
 // ---- reduce_chunks ----------------------------------------------------------------------------
-// Streams the row in 16-byte chunks, four chunks per work-item per step, all four loads issued
-// before any is combined (several loads in flight per work-item hide the memory latency);
-// lanes past the row end read as the identity. One two-level work-group reduction per row.
+// Streams the row in 16-byte chunks, DNNB_REDUCE_DEPTH chunks per work-item per step (4 by
+// default, 8 for variant "deep": 128 bytes in flight per work-item), all loads issued before
+// any is combined (several loads in flight per work-item hide the memory latency); lanes past
+// the row end read as the identity. The loaded chunks combine in a fixed tree, then into the
+// running lanes; one two-level work-group reduction per row.
+#ifndef DNNB_REDUCE_DEPTH
+#define DNNB_REDUCE_DEPTH 4
+#endif
+#if DNNB_REDUCE_DEPTH != 4 && DNNB_REDUCE_DEPTH != 8
+#error "DNNB_REDUCE_DEPTH must be 4 or 8"
+#endif
 DNNB_ROW_KERNEL void reduce_chunks(const global dnnb_t* x, dnnb_rows xr, global dnnb_t* y, dnnb_rows yr) {
   local float scratch[DNNB_ROW_SCRATCH];
   const int cols = (int)xr.cols;
@@ -18,18 +26,18 @@ DNNB_ROW_KERNEL void reduce_chunks(const global dnnb_t* x, dnnb_rows xr, global 
   for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     dnnb_vec acc = (dnnb_vec)(DNNB_REDUCE_IDENTITY);
-    for (int c = dnnb_chunk_col(0); c < cols; c += 4 * step) {
-      // c < cols here; the host keeps cols + 4 * step inside int.
-      const dnnb_vec v0 = dnnb_row_load(xrow, c, cols, DNNB_REDUCE_IDENTITY);
-      const dnnb_vec v1 = c + step < cols ? dnnb_row_load(xrow, c + step, cols, DNNB_REDUCE_IDENTITY)
-                                          : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
-      const dnnb_vec v2 = c + 2 * step < cols ? dnnb_row_load(xrow, c + 2 * step, cols, DNNB_REDUCE_IDENTITY)
-                                              : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
-      const dnnb_vec v3 = c + 3 * step < cols ? dnnb_row_load(xrow, c + 3 * step, cols, DNNB_REDUCE_IDENTITY)
-                                              : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
-      const dnnb_vec pair01 = DNNB_REDUCE_COMBINEV(DNNB_REDUCE_MAPV(v0), DNNB_REDUCE_MAPV(v1));
-      const dnnb_vec pair23 = DNNB_REDUCE_COMBINEV(DNNB_REDUCE_MAPV(v2), DNNB_REDUCE_MAPV(v3));
-      acc = DNNB_REDUCE_COMBINEV(acc, DNNB_REDUCE_COMBINEV(pair01, pair23));
+    for (int c = dnnb_chunk_col(0); c < cols; c += DNNB_REDUCE_DEPTH * step) {
+      // c < cols here; the host keeps cols + DNNB_REDUCE_DEPTH * step inside int.
+      dnnb_vec v[DNNB_REDUCE_DEPTH];
+#pragma unroll
+      for (int j = 0; j < DNNB_REDUCE_DEPTH; ++j)
+        v[j] = c + j * step < cols ? DNNB_REDUCE_MAPV(dnnb_row_load(xrow, c + j * step, cols, DNNB_REDUCE_IDENTITY))
+                                   : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
+#pragma unroll
+      for (int width = DNNB_REDUCE_DEPTH / 2; width > 0; width /= 2)
+#pragma unroll
+        for (int j = 0; j < width; ++j) v[j] = DNNB_REDUCE_COMBINEV(v[j], v[j + width]);
+      acc = DNNB_REDUCE_COMBINEV(acc, v[0]);
     }
     const float total = DNNB_REDUCE_WG_ROW(DNNB_REDUCE_LANES(acc), scratch);
     if (get_local_id(0) == 0) DNNB_STORE(y, dnnb_row_start(yr, r), dnnb_reduce_final(total, xr.cols));

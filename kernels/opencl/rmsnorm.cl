@@ -16,13 +16,14 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
   for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
-    dnnb_vec cache[DNNB_ROW_VECS];
+    dnnb_cache_t cache[DNNB_ROW_VECS];
     float q = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      cache[k] = c < cols ? dnnb_row_load(xrow, c, cols, 0.0f) : (dnnb_vec)(0.0f);
-      q += dnnb_vsum(cache[k] * cache[k]);
+      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
+      const dnnb_vec v = dnnb_cache_get(cache[k]);
+      q += dnnb_vsum(v * v);
     }
     const float inv_rms = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) / (float)cols + eps);
 #pragma unroll
@@ -30,7 +31,7 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
       const int c = dnnb_chunk_col(k);
       if (c < cols) {
         const dnnb_vec vw = dnnb_row_load(wrow, c, cols, 0.0f) + weight_bias;
-        dnnb_row_store(yrow, c, cols, cache[k] * inv_rms * vw);
+        dnnb_row_store(yrow, c, cols, dnnb_cache_get(cache[k]) * inv_rms * vw);
       }
     }
   }

@@ -9,29 +9,29 @@ namespace dnnb::opencl {
 namespace {
 
 // rmsnorm_cached, or false when the problem is not one it takes.
-Result<bool> try_rmsnorm_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const ClRows& xr,
+Result<bool> try_rmsnorm_cached(OpCall& call, const RowPlan& plan, OpenCLDevice& device, const std::string& source, const ClRows& xr,
                                 const ClRows& wr, const ClRows& yr, float eps, bool gemma) {
   const DType dtype = call.problem.dtype;
-  const int vecs = row_cache_vecs(dtype, xr.cols);
+  const int vecs = row_cache_vecs(dtype, xr.cols, plan);
   if (vecs == 0 || xr.cols >= kRowMaxCols) return false;
   for (const ClRows* v : {&xr, &wr, &yr})
     if (v->col_stride != 1) return false;
   auto aligned = rows_chunk_aligned(device, dtype, {xr, wr, yr});
   if (!aligned) return aligned.status();
-  auto kernel = device.kernel("rmsnorm", source, "rmsnorm_cached", row_options(device, dtype, vecs, *aligned));
+  auto kernel = opencl_kernel(device, "rmsnorm", source, "rmsnorm_cached", row_options(device, dtype, vecs, *aligned, plan));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   if (!*fits) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.inputs[1])).add(wr).add(static_cast<cl_float>(eps));
   args.add(cl_int{gemma ? 1 : 0}).add(cl_buffer(call.outputs[0])).add(yr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "rmsnorm/rmsnorm_cached"));
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "rmsnorm/rmsnorm_cached", plan.wg));
   return true;
 }
 
-Status run_rmsnorm(OpCall& call, const std::string& source, bool allow_cached) {
+Status run_rmsnorm(OpCall& call, const std::string& source, const RowPlan& plan) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -55,13 +55,13 @@ Status run_rmsnorm(OpCall& call, const std::string& source, bool allow_cached) {
   if (!wr) return wr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (allow_cached) {
-    auto done = try_rmsnorm_cached(call, **device, source, *xr, *wr, *yr, static_cast<float>(*eps), form == "gemma");
+  if (plan.cached) {
+    auto done = try_rmsnorm_cached(call, plan, **device, source, *xr, *wr, *yr, static_cast<float>(*eps), form == "gemma");
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
   auto kernel =
-      (*device)->kernel("rmsnorm", source, "rmsnorm_rows", row_options(**device, call.problem.dtype, 1, false));
+      opencl_kernel(**device, "rmsnorm", source, "rmsnorm_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -74,10 +74,13 @@ Status run_rmsnorm(OpCall& call, const std::string& source, bool allow_cached) {
 
 bool register_rmsnorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::rmsnorm});
-  return register_opencl("rmsnorm", float_dtypes(),
-                         [source](OpCall& call) { return run_rmsnorm(call, source, true); }) &&
-         register_opencl("rmsnorm", "legacy", float_dtypes(),
-                         [source](OpCall& call) { return run_rmsnorm(call, source, false); });
+  bool ok = true;
+  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true)) {
+    ok = register_opencl("rmsnorm", variant, float_dtypes(),
+                         [source, plan = plan](OpCall& call) { return run_rmsnorm(call, source, plan); }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 // float4/float8 (dnnb_vec). Work-item `lid` owns chunks k = 0..DNNB_ROW_VECS-1 at column
 // (k * DNNB_ROW_WG + lid) * DNNB_VW, so each load instruction of a warp reads consecutive
 // 16-byte pieces. Column math is int (the host checks cols < 2^31); row starts are long.
+//   -DDNNB_ROW_PACKED=0|1 (16-bit only) the row cache holds the storage bits (uint4 = 8 columns
+//                        in 4 registers) instead of floats; see "row cache" below.
 #if !defined(DNNB_ROW_WG) || !defined(DNNB_ROW_VECS) || !defined(DNNB_ALIGNED)
 #error "row_body.cl needs -DDNNB_ROW_WG, -DDNNB_ROW_VECS and -DDNNB_ALIGNED"
 #endif
@@ -56,12 +58,14 @@ inline float8 dnnb_bf16x8_widen(uint4 u) {
   return (float8)(as_float(lo.x), as_float(hi.x), as_float(lo.y), as_float(hi.y), as_float(lo.z),
                   as_float(hi.z), as_float(lo.w), as_float(hi.w));
 }
-inline uint dnnb_bf16x2_pack(float lo, float hi) {
-  return (uint)dnnb_f32_to_bf16(lo) | ((uint)dnnb_f32_to_bf16(hi) << 16);
-}
+// dnnb_f32_to_bf16 on eight lanes at once, branch-free: round to nearest even, NaN lanes
+// quieted (u | 0x00400000 has the same top half as (u >> 16) | 0x0040), then even lanes give
+// the low halves and odd lanes the high halves of the four words.
 inline uint4 dnnb_bf16x8_narrow(float8 v) {
-  return (uint4)(dnnb_bf16x2_pack(v.s0, v.s1), dnnb_bf16x2_pack(v.s2, v.s3), dnnb_bf16x2_pack(v.s4, v.s5),
-                 dnnb_bf16x2_pack(v.s6, v.s7));
+  const uint8 u = as_uint8(v);
+  const uint8 rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  const uint8 bits = select(rounded, u | 0x00400000u, (u & 0x7fffffffu) > 0x7f800000u);
+  return (bits.even >> 16) | (bits.odd & 0xffff0000u);
 }
 inline float8 dnnb_vload_aligned(const global ushort* p) { return dnnb_bf16x8_widen(*(const global uint4*)p); }
 inline void dnnb_vstore_aligned(float8 v, global ushort* p) { *(global uint4*)p = dnnb_bf16x8_narrow(v); }
@@ -108,6 +112,51 @@ inline void dnnb_row_store(global dnnb_t* row, int c, int cols, dnnb_vec v) {
   for (int j = 0; j < DNNB_VW; ++j)
     if (c + j < cols) DNNB_STORE(row, c + j, part[j]);
 }
+
+// ---- row cache --------------------------------------------------------------------------------
+// dnnb_cache_t is one cached chunk. Unpacked (default): the chunk as floats (dnnb_vec). Packed
+// (DNNB_ROW_PACKED=1, 16-bit): the chunk's 16 storage bytes, widened again by every pass that
+// reads it (exact: the bits are the stored values), so a 16-bit row costs half the registers
+// and an SM holds twice the rows. Only kernels whose cache holds x itself (not values computed
+// from it) can be packed; softmax and the cross-entropy kernels recompute exp from x then.
+#ifndef DNNB_ROW_PACKED
+#define DNNB_ROW_PACKED 0
+#endif
+#if DNNB_ROW_PACKED && DNNB_VW != 8
+#error "DNNB_ROW_PACKED is for 16-bit storage only"
+#endif
+#if DNNB_ROW_PACKED
+#if DNNB_ALIGNED
+inline uint4 dnnb_vload_bits(const global dnnb_t* p) { return *(const global uint4*)p; }
+#else
+inline uint4 dnnb_vload_bits(const global dnnb_t* p) { return as_uint4(vload8(0, (const global ushort*)p)); }
+#endif
+#if defined(DNNB_F16)
+inline float8 dnnb_unpack(uint4 bits) { return vload_half8(0, (const private half*)&bits); }
+inline uint4 dnnb_pack(float8 v) {
+  uint4 bits;
+  vstore_half8_rte(v, 0, (private half*)&bits);
+  return bits;
+}
+#else
+#define dnnb_unpack dnnb_bf16x8_widen
+#define dnnb_pack dnnb_bf16x8_narrow
+#endif
+typedef uint4 dnnb_cache_t;
+// A partial last chunk is loaded element-wise and packed: exact, as its values came from
+// storage and `fill` (0 or -inf) is representable.
+inline uint4 dnnb_cache_load(const global dnnb_t* row, int c, int cols, float fill) {
+  if (c + DNNB_VW <= cols) return dnnb_vload_bits(row + c);
+  return dnnb_pack(dnnb_row_load(row, c, cols, fill));
+}
+inline uint4 dnnb_cache_splat(float fill) { return dnnb_pack((float8)(fill)); }
+#define dnnb_cache_get(e) dnnb_unpack(e)
+#else
+typedef dnnb_vec dnnb_cache_t;
+#define dnnb_cache_load dnnb_row_load
+#define dnnb_cache_splat(fill) ((dnnb_vec)(fill))
+#define dnnb_cache_get(e) (e)
+#endif
 
 // Columns c..c+DNNB_VW-1 that lie inside the row: all-ones lanes (as select() wants) where so.
 inline dnnb_ivec dnnb_row_inside(int c, int cols) { return ((dnnb_ivec)(c) + DNNB_IOTA) < (dnnb_ivec)(cols); }

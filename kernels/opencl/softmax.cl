@@ -12,14 +12,19 @@
 // reductions with a single exp per element beat merging (max, sum) pairs, whose tree needs
 // two exps per step. mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
 // loads); 2 one mask value per row (column stride 0, e.g. a [N, 1] mask).
-inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* mrow, int mask_mode,
-                                float mask_scalar, int c, int cols, float scale, float softcap) {
-  dnnb_vec t = dnnb_row_load(xrow, c, cols, 0.0f);
+// z of the chunk at column c from its x values t.
+inline dnnb_vec softmax_z_of(dnnb_vec t, const global dnnb_t* mrow, int mask_mode, float mask_scalar, int c,
+                             int cols, float scale, float softcap) {
   if (softcap > 0.0f) t = softcap * tanh(t / softcap);
   dnnb_vec z = scale * t;
   if (mask_mode == 1) z += dnnb_row_load(mrow, c, cols, 0.0f);
   if (mask_mode == 2) z += mask_scalar;
   return select((dnnb_vec)(-INFINITY), z, dnnb_row_inside(c, cols));
+}
+
+inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* mrow, int mask_mode,
+                                float mask_scalar, int c, int cols, float scale, float softcap) {
+  return softmax_z_of(dnnb_row_load(xrow, c, cols, 0.0f), mrow, mask_mode, mask_scalar, c, cols, scale, softcap);
 }
 
 DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* mask, dnnb_rows mr,
@@ -31,6 +36,40 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
     const global dnnb_t* mrow = mask_mode != 0 ? mask + dnnb_row_start(mr, r) : x;
     const float mask_scalar = mask_mode == 2 ? DNNB_LOAD(mrow, 0) : 0.0f;
+#if DNNB_ROW_PACKED
+    // The cache holds x's bits; z is recomputed in each pass (the mask re-read, mostly from
+    // cache), so each element takes two exps instead of one: the price of half the registers.
+    dnnb_cache_t cache[DNNB_ROW_VECS];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
+      if (c < cols)
+        m = dnnb_max_nan(m, dnnb_vmax(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols,
+                                                   scale, softcap)));
+    }
+    m = dnnb_row_wg_max(m, scratch);
+    const float shift = m == -INFINITY ? 0.0f : m;
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols)
+        s += dnnb_vsum(exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+                                        softcap) - shift));
+    }
+    s = dnnb_row_wg_sum(s, scratch);
+    const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      if (c < cols)
+        dnnb_row_store(yrow, c, cols,
+                       exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+                                        softcap) - shift) * inv_s);
+    }
+#else
     dnnb_vec cache[DNNB_ROW_VECS];
     float m = -INFINITY;
 #pragma unroll
@@ -56,6 +95,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       const int c = dnnb_chunk_col(k);
       if (c < cols) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
     }
+#endif
   }
 }
 

@@ -19,28 +19,28 @@ int mask_mode(bool has_mask, const ClRows& mr) {
 }
 
 // softmax_cached, or false when the problem is not one it takes.
-Result<bool> try_softmax_cached(OpCall& call, OpenCLDevice& device, const std::string& source, const Tensor& x,
+Result<bool> try_softmax_cached(OpCall& call, const RowPlan& plan, OpenCLDevice& device, const std::string& source, const Tensor& x,
                                 const ClRows& xr, const Tensor& mask, const ClRows& mr, int mode, float scale,
                                 float softcap, const Tensor& y, const ClRows& yr) {
   const DType dtype = call.problem.dtype;
-  const int vecs = row_cache_vecs(dtype, xr.cols);
+  const int vecs = row_cache_vecs(dtype, xr.cols, plan);
   if (vecs == 0 || mode < 0 || xr.col_stride != 1 || yr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
   auto aligned = mode == 1 ? rows_chunk_aligned(device, dtype, {xr, yr, mr}) : rows_chunk_aligned(device, dtype, {xr, yr});
   if (!aligned) return aligned.status();
-  auto kernel = device.kernel("softmax", source, "softmax_cached", row_options(device, dtype, vecs, *aligned));
+  auto kernel = opencl_kernel(device, "softmax", source, "softmax_cached", row_options(device, dtype, vecs, *aligned, plan));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   if (!*fits) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(xr).add(cl_buffer(mask)).add(mr).add(cl_int{mode});
   args.add(static_cast<cl_float>(scale)).add(static_cast<cl_float>(softcap)).add(cl_buffer(y)).add(yr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "softmax/softmax_cached"));
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, "softmax/softmax_cached", plan.wg));
   return true;
 }
 
-Status run_softmax(OpCall& call, const std::string& source, bool allow_cached) {
+Status run_softmax(OpCall& call, const std::string& source, const RowPlan& plan) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   const bool has_mask = call.inputs.size() == 2;
@@ -63,13 +63,13 @@ Status run_softmax(OpCall& call, const std::string& source, bool allow_cached) {
   if (!mr) return mr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (allow_cached) {
-    auto done = try_softmax_cached(call, **device, source, x, *xr, *mask, *mr, mask_mode(has_mask, *mr),
+  if (plan.cached) {
+    auto done = try_softmax_cached(call, plan, **device, source, x, *xr, *mask, *mr, mask_mode(has_mask, *mr),
                                    static_cast<float>(*scale), static_cast<float>(*softcap), y, *yr);
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
-  auto kernel = (*device)->kernel("softmax", source, "softmax_rows", row_options(**device, call.problem.dtype, 1, false));
+  auto kernel = opencl_kernel(**device, "softmax", source, "softmax_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -83,10 +83,13 @@ Status run_softmax(OpCall& call, const std::string& source, bool allow_cached) {
 
 bool register_softmax() {
   std::string source = program_source({opencl_source::row_body, opencl_source::softmax});
-  return register_opencl("softmax", float_dtypes(),
-                         [source](OpCall& call) { return run_softmax(call, source, true); }) &&
-         register_opencl("softmax", "legacy", float_dtypes(),
-                         [source](OpCall& call) { return run_softmax(call, source, false); });
+  bool ok = true;
+  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true)) {
+    ok = register_opencl("softmax", variant, float_dtypes(),
+                         [source, plan = plan](OpCall& call) { return run_softmax(call, source, plan); }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace
