@@ -161,30 +161,44 @@ Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& ge
 
 int64_t row_chunk_width(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
 
-std::vector<std::pair<std::string, RowPlan>> row_variants(bool with_stream) {
-  std::vector<std::pair<std::string, RowPlan>> list;
-  list.emplace_back("", RowPlan{});
-  RowPlan legacy;
-  legacy.cached = false;
-  list.emplace_back("legacy", legacy);
-  // Half the items per row: twice the chunks per item; fewer, shorter reduction levels.
-  RowPlan wg128;
-  wg128.wg = 128;
-  list.emplace_back("wg128", wg128);
-  // 16-bit rows cached as their storage bits: a row costs as many register bytes as memory
-  // bytes (the float cache costs twice), so twice the 16-bit rows fit an SM's registers.
-  RowPlan wg128p = wg128;
-  wg128p.packed = true;
-  list.emplace_back("wg128p", wg128p);
-  // 64 items per row (two warps), up to 128 registers of cache each.
-  RowPlan wg64p = wg128p;
-  wg64p.wg = 64;
-  wg64p.max_regs = 128;
-  list.emplace_back("wg64p", wg64p);
-  if (with_stream) {
-    RowPlan stream = legacy;
-    stream.stream = true;
-    list.emplace_back("stream", stream);
+RowPlan row_plan(RowVariant variant) {
+  RowPlan plan;  // wg256: 256 items per row, float cache
+  switch (variant) {
+    case RowVariant::wg256:
+      break;
+    case RowVariant::legacy:
+      plan.cached = false;
+      break;
+    case RowVariant::wg128:  // half the items per row: twice the chunks per item, fewer levels
+      plan.wg = 128;
+      break;
+    case RowVariant::wg128p:  // 16-bit rows cached as storage bits: a row costs as many register
+      plan.wg = 128;          // bytes as memory bytes (the float cache twice), so twice the
+      plan.packed = true;     // 16-bit rows fit an SM's registers
+      break;
+    case RowVariant::wg64p:  // 64 items per row (two warps), up to 128 registers of cache each
+      plan.wg = 64;
+      plan.packed = true;
+      plan.max_regs = 128;
+      break;
+    case RowVariant::stream:  // the *_rows kernel re-reading x from L2, no register cache
+      plan.cached = false;
+      plan.stream = true;
+      break;
+  }
+  return plan;
+}
+
+std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults) {
+  std::vector<std::pair<std::string, RowPlans>> list;
+  list.emplace_back("", RowPlans{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)});
+  const std::pair<const char*, RowVariant> named[] = {{"wg256", RowVariant::wg256}, {"legacy", RowVariant::legacy},
+                                                      {"wg128", RowVariant::wg128}, {"wg128p", RowVariant::wg128p},
+                                                      {"wg64p", RowVariant::wg64p}, {"stream", RowVariant::stream}};
+  for (const auto& [name, variant] : named) {
+    if (variant == RowVariant::stream && !with_stream) continue;
+    const RowPlan plan = row_plan(variant);
+    list.emplace_back(name, RowPlans{plan, plan, plan});
   }
   return list;
 }

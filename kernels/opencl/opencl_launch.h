@@ -106,9 +106,26 @@ struct RowPlan {
   int max_regs = 64;        // registers of row cache per work-item the plan accepts
   bool stream = false;      // *_rows kernel built with DNNB_ROW_STREAM=1: x re-read (from L2), no cache
 };
-// (variant name, plan): "" (default, 256 items, float cache), "legacy", "wg128", "wg128p",
-// "wg64p" and, when with_stream, "stream".
-std::vector<std::pair<std::string, RowPlan>> row_variants(bool with_stream);
+// One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
+// pick, per dtype, the variant that measured fastest (RowDefaults).
+struct RowPlans {
+  RowPlan f32, f16, bf16;
+  const RowPlan& operator()(DType dtype) const {
+    return dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
+  }
+};
+// The registered row variants, by name below.
+enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream };
+RowPlan row_plan(RowVariant variant);
+// The variant an op's default runs, per dtype.
+struct RowDefaults {
+  RowVariant f32 = RowVariant::wg256;
+  RowVariant f16 = RowVariant::wg256;
+  RowVariant bf16 = RowVariant::wg256;
+};
+// (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
+// float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream".
+std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {});
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {
