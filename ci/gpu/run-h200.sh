@@ -5,8 +5,9 @@
 #   bash ci/gpu/run-h200.sh check variants opencl cpu anchors report
 # Steps:
 #   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference; every
-#             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"); ctest
-#             unless NO_CTEST=1
+#             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"; "opencl/"
+#             is the defaults only; CHECK_CAP seconds per backend, default 240); ctest unless
+#             NO_CTEST=1
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
@@ -61,9 +62,10 @@ for step in "$@"; do
   check)
     log check
     for backend in ${CHECK_BACKENDS:-cuda opencl avx512 onednn reference}; do
-      timeout 240 $bin check --backend "$backend" ${CHECK_ARGS:-} --json "$OUT/check-$backend.json" > "$OUT/check-$backend.txt" 2>&1
-      echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$backend.txt" | head -c 300)"
-      grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$backend.txt" | head -15
+      tag=${backend//\//_}  # "opencl/" (the default only) -> check-opencl_.txt
+      timeout "${CHECK_CAP:-240}" $bin check --backend "$backend" ${CHECK_ARGS:-} --json "$OUT/check-$tag.json" > "$OUT/check-$tag.txt" 2>&1
+      echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$tag.txt" | head -c 300)"
+      grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$tag.txt" | head -15
     done
     [ -n "${NO_CTEST:-}" ] || { (cd build/gpu && timeout 180 ctest -j4 --output-on-failure > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt"; } ;;
   variants)
