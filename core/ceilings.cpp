@@ -133,8 +133,8 @@ Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::
   const size_t n = samples.size();
   const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
   ProbeResult r;
+  r.value = median;
   r.best = kind == SampleKind::rate ? samples.back() : samples.front();
-  r.value = kind == SampleKind::rate ? median : r.best;
   r.spread = (samples.back() - samples.front()) / median;
   r.samples = static_cast<int>(n);
   r.how = std::move(how);

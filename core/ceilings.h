@@ -30,8 +30,7 @@ struct ProbeOptions {
 };
 
 struct ProbeResult {
-  double value = 0;       // in the unit the probe's name ends with: the median of the samples for
-                          // rates, the shortest sample for times (SampleKind)
+  double value = 0;       // median over samples, in the unit the probe's name ends with
   double spread = 0;      // (max - min) / median over the samples
   int samples = 0;
   std::string how;        // one line: buffer size, threads, kernel, e.g. "cudaMemcpyAsync 2 GiB, 20 reps"
@@ -47,11 +46,9 @@ struct CeilingProbe {
 bool register_ceiling_probe(CeilingProbe probe);
 // Names of the probes registered for a kind, in registration order.
 std::vector<std::string> ceiling_probe_names(DeviceKind kind);
-// What every probe returns: its value, the best sample, spread = (max - min) / median; error
-// when empty or not all finite > 0. A rate's value is the median of its samples. A time's
-// (empty_launch_s: thousands of back-to-back launches per sample) is its shortest sample:
-// interference from the host only ever adds time to a launch, and on the H200 the median
-// moved 3-5% between runs (spreads 3.5-12% within one) where the shortest moved 0.9-1.9%.
+// What every probe returns: the median of its samples (each one a rate or a time in the
+// probe's unit), the best sample, spread = (max - min) / median; error when empty or not all
+// finite > 0.
 enum class SampleKind { rate, time };  // which end is best: the highest rate, the shortest time
 Result<ProbeResult> probe_result_from_samples(std::vector<double> samples, std::string how,
                                               SampleKind kind = SampleKind::rate);

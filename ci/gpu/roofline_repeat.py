@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Run-to-run repeatability of `dnnblocks roofline`: compares two or more ceilings files (the
-first is the base) probe by probe, for the value (what bench and report use: the median of a
-rate's samples, the shortest sample of a time) and for the best sample (`best`, STREAM's convention; absent in older files), and prints a Markdown
+first is the base) probe by probe, for the median (`value`, what bench and report use) and for
+the best sample (`best`, STREAM's convention; absent in older files), and prints a Markdown
 table with each later run's differences in %, the within-run spreads, and the verdict against
 the target (default 2%, issue 5).
 
   python3 ci/gpu/roofline_repeat.py ceilings-1.json ceilings-2.json [...] [--target 2]
-Exit 0 when every probe's value is within the target, 1 otherwise, 2 on unreadable input."""
+Exit 0 when every probe's median is within the target, 1 otherwise, 2 on unreadable input."""
 import argparse
 import json
 import sys
@@ -37,8 +37,8 @@ def main():
     base = runs[0]
     worst = {"value": 0.0, "best": None}
     later = range(2, len(runs) + 1)
-    print("| device | probe | value, run 1 | " + " | ".join(f"value diff, run {k}" for k in later) +
-          " | " + " | ".join(f"best diff, run {k}" for k in later) + " | spreads | verdict (value / best) |")
+    print("| device | probe | median, run 1 | " + " | ".join(f"median diff, run {k}" for k in later) +
+          " | " + " | ".join(f"best diff, run {k}" for k in later) + " | spreads | verdict (median / best) |")
     print("|---|---|---|" + "---|" * (2 * len(runs) - 2) + "---|---|")
     for dev in base:
         for probe, r in sorted(base[dev].get("measured", {}).items()):
@@ -65,7 +65,7 @@ def main():
             print(f'| {dev} | {probe} | {r["value"]:.4g} | ' + " | ".join(cell(x) for x in d["value"]) + " | " +
                   " | ".join(cell(x) for x in d["best"]) + f' | {", ".join(spreads)} | {" / ".join(verdicts)} |')
     best = "not in these files" if worst["best"] is None else f"{worst['best']:.2f}%"
-    print(f"\nlargest run-to-run difference: value {worst['value']:.2f}%, best sample {best} "
+    print(f"\nlargest run-to-run difference: median {worst['value']:.2f}%, best sample {best} "
           f"(target {args.target:g}%)")
     return 0 if worst["value"] <= args.target else 1
 
