@@ -87,16 +87,10 @@ Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan&
 bool register_cross_entropy() {
   std::string source =
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy});
-  bool ok = true;
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 146 us with wg128p against 181; f32 best with wg256 (172).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg128p};
-  for (const auto& [variant, plan] : row_variants(/*with_stream=*/false, defaults)) {
-    ok = register_opencl("cross_entropy", variant, {DType::f32, DType::bf16},
-                         [source, plans = plan](OpCall& call) { return run_cross_entropy(call, source, plans(call.problem.dtype)); }) &&
-         ok;
-  }
-  return ok;
+  return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy);
 }
 
 }  // namespace

@@ -89,16 +89,10 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, const RowP
 bool register_cross_entropy_bwd() {
   std::string source =
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
-  bool ok = true;
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f32 297 us with wg128 against 344, bf16 321 with wg128p against 384.
   const RowDefaults defaults{RowVariant::wg128, RowVariant::wg256, RowVariant::wg128p};
-  for (const auto& [variant, plan] : row_variants(/*with_stream=*/false, defaults)) {
-    ok = register_opencl("cross_entropy_bwd", variant, {DType::f32, DType::bf16},
-                         [source, plans = plan](OpCall& call) { return run_cross_entropy_bwd(call, source, plans(call.problem.dtype)); }) &&
-         ok;
-  }
-  return ok;
+  return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd);
 }
 
 }  // namespace

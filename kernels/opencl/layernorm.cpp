@@ -76,16 +76,10 @@ Status run_layernorm(OpCall& call, const std::string& source, const RowPlan& pla
 
 bool register_layernorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::layernorm});
-  bool ok = true;
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 259 us with wg64p against 342; f32 and f16 best with wg256 (295, 303).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg64p};
-  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true, defaults)) {
-    ok = register_opencl("layernorm", variant, float_dtypes(),
-                         [source, plans = plan](OpCall& call) { return run_layernorm(call, source, plans(call.problem.dtype)); }) &&
-         ok;
-  }
-  return ok;
+  return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm);
 }
 
 }  // namespace

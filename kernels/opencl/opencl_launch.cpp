@@ -203,6 +203,19 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
   return list;
 }
 
+bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
+                     std::string source, RowOpRun run) {
+  bool ok = true;
+  for (const auto& [variant, plans] : row_variants(with_stream, defaults)) {
+    ok = register_opencl(op, variant, dtypes,
+                         [source, plans = plans, run](OpCall& call) {
+                           return run(call, source, plans(call.problem.dtype));
+                         }) &&
+         ok;
+  }
+  return ok;
+}
+
 bool row_fills_work_group(DType dtype, int64_t cols, size_t wg) {
   return cols >= static_cast<int64_t>(wg) * row_chunk_width(dtype) / 4;
 }

@@ -126,6 +126,12 @@ struct RowDefaults {
 // (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
 // float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream".
 std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {});
+// How a row op runs one call under one plan, its program source given.
+using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
+// Registers `op` once per row variant of row_variants(with_stream, defaults); each call runs
+// with the plan of its dtype. False when a registration failed.
+bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
+                     std::string source, RowOpRun run);
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {

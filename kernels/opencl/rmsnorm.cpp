@@ -74,17 +74,11 @@ Status run_rmsnorm(OpCall& call, const std::string& source, const RowPlan& plan)
 
 bool register_rmsnorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::rmsnorm});
-  bool ok = true;
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f16 203 us with wg128 against 268, bf16 173 with wg128p against 306; f32
   // even (270-272).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128p};
-  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true, defaults)) {
-    ok = register_opencl("rmsnorm", variant, float_dtypes(),
-                         [source, plans = plan](OpCall& call) { return run_rmsnorm(call, source, plans(call.problem.dtype)); }) &&
-         ok;
-  }
-  return ok;
+  return register_row_op("rmsnorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_rmsnorm);
 }
 
 }  // namespace

@@ -83,17 +83,11 @@ Status run_softmax(OpCall& call, const std::string& source, const RowPlan& plan)
 
 bool register_softmax() {
   std::string source = program_source({opencl_source::row_body, opencl_source::softmax});
-  bool ok = true;
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f16 293 us and bf16 325 with wg128 against 340 and 376 with wg256; f32 wg256
   // 432 (stream 412: within the short runs' noise).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128};
-  for (const auto& [variant, plan] : row_variants(/*with_stream=*/true, defaults)) {
-    ok = register_opencl("softmax", variant, float_dtypes(),
-                         [source, plans = plan](OpCall& call) { return run_softmax(call, source, plans(call.problem.dtype)); }) &&
-         ok;
-  }
-  return ok;
+  return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax);
 }
 
 }  // namespace
