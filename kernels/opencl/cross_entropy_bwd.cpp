@@ -16,14 +16,9 @@ Result<bool> try_ce_bwd_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDev
   const DType dtype = call.problem.dtype;
   const int vecs = row_cache_vecs(dtype, lr.cols, plan);
   if (vecs == 0 || lr.col_stride != 1 || dr.col_stride != 1 || lr.cols >= kRowMaxCols) return false;
-  auto aligned = rows_chunk_aligned(device, dtype, {lr, dr});
-  if (!aligned) return aligned.status();
-  auto kernel =
-      opencl_kernel(device, "cross_entropy_bwd", source, "ce_bwd_rows_cached", row_options(device, dtype, vecs, *aligned, plan));
+  auto kernel = row_cached_kernel(device, "cross_entropy_bwd", source, "ce_bwd_rows_cached", dtype, vecs, {lr, dr}, plan);
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel, plan.wg);
-  if (!fits) return fits.status();
-  if (!*fits) return false;
+  if (*kernel == nullptr) return false;
   const Tensor& target = call.inputs[1];
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});

@@ -203,6 +203,19 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
   return list;
 }
 
+Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& program_name, const std::string& source,
+                                    const char* name, DType dtype, int vecs, std::initializer_list<ClRows> views,
+                                    const RowPlan& plan, const std::string& extra_options) {
+  auto aligned = rows_chunk_aligned(device, dtype, views);
+  if (!aligned) return aligned.status();
+  auto kernel = opencl_kernel(device, program_name, source, name,
+                              row_options(device, dtype, vecs, *aligned, plan) + extra_options);
+  if (!kernel) return kernel.status();
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
+  if (!fits) return fits.status();
+  return *fits ? *kernel : nullptr;
+}
+
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
                      std::string source, RowOpRun run) {
   bool ok = true;

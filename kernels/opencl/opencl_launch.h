@@ -161,6 +161,12 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
 // False when this kernel cannot run `wg` items on this device (its register use may lower
 // CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg = kRowWorkGroup);
+// Kernel `name` of program `program_name`, built by row_options() for `vecs` chunks per item
+// (typed 16-byte accesses when every view is chunk-aligned, `extra_options` appended); nullptr
+// when it cannot run plan.wg items on this device (the caller then takes its other kernel).
+Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& program_name, const std::string& source,
+                                    const char* name, DType dtype, int vecs, std::initializer_list<ClRows> views,
+                                    const RowPlan& plan = RowPlan{}, const std::string& extra_options = "");
 // One work-group of `wg` items per row (grid-stride beyond kMaxGroups rows); refuses a kernel
 // compiled for another work-group size.
 Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what,

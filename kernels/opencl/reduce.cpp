@@ -14,13 +14,10 @@ Result<bool> try_reduce_chunks(OpCall& call, OpenCLDevice& device, const std::st
                                const std::string& source, const ClRows& xr, const ClRows& yr, int depth) {
   const DType dtype = call.problem.dtype;
   if (!row_fills_work_group(dtype, xr.cols) || xr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
-  auto aligned = rows_chunk_aligned(device, dtype, {xr});
-  if (!aligned) return aligned.status();
-  auto kernel = opencl_kernel(device, program_name, source, "reduce_chunks", row_options(device, dtype, 1, *aligned) + " -DDNNB_REDUCE_DEPTH=" + std::to_string(depth));
+  auto kernel = row_cached_kernel(device, program_name, source, "reduce_chunks", dtype, 1, {xr}, RowPlan{},
+                                  " -DDNNB_REDUCE_DEPTH=" + std::to_string(depth));
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel);
-  if (!fits) return fits.status();
-  if (!*fits) return false;
+  if (*kernel == nullptr) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.outputs[0])).add(yr);
   DNNB_TRY(args.status());

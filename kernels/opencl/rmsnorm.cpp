@@ -16,13 +16,9 @@ Result<bool> try_rmsnorm_cached(OpCall& call, const RowPlan& plan, OpenCLDevice&
   if (vecs == 0 || xr.cols >= kRowMaxCols) return false;
   for (const ClRows* v : {&xr, &wr, &yr})
     if (v->col_stride != 1) return false;
-  auto aligned = rows_chunk_aligned(device, dtype, {xr, wr, yr});
-  if (!aligned) return aligned.status();
-  auto kernel = opencl_kernel(device, "rmsnorm", source, "rmsnorm_cached", row_options(device, dtype, vecs, *aligned, plan));
+  auto kernel = row_cached_kernel(device, "rmsnorm", source, "rmsnorm_cached", dtype, vecs, {xr, wr, yr}, plan);
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel, plan.wg);
-  if (!fits) return fits.status();
-  if (!*fits) return false;
+  if (*kernel == nullptr) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.inputs[1])).add(wr).add(static_cast<cl_float>(eps));
   args.add(cl_int{gemma ? 1 : 0}).add(cl_buffer(call.outputs[0])).add(yr);

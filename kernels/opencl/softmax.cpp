@@ -25,13 +25,10 @@ Result<bool> try_softmax_cached(OpCall& call, const RowPlan& plan, OpenCLDevice&
   const DType dtype = call.problem.dtype;
   const int vecs = row_cache_vecs(dtype, xr.cols, plan);
   if (vecs == 0 || mode < 0 || xr.col_stride != 1 || yr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
-  auto aligned = mode == 1 ? rows_chunk_aligned(device, dtype, {xr, yr, mr}) : rows_chunk_aligned(device, dtype, {xr, yr});
-  if (!aligned) return aligned.status();
-  auto kernel = opencl_kernel(device, "softmax", source, "softmax_cached", row_options(device, dtype, vecs, *aligned, plan));
+  auto kernel = mode == 1 ? row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr, mr}, plan)
+                          : row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr}, plan);
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel, plan.wg);
-  if (!fits) return fits.status();
-  if (!*fits) return false;
+  if (*kernel == nullptr) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(x)).add(xr).add(cl_buffer(mask)).add(mr).add(cl_int{mode});
   args.add(static_cast<cl_float>(scale)).add(static_cast<cl_float>(softcap)).add(cl_buffer(y)).add(yr);
