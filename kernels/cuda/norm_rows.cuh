@@ -426,16 +426,8 @@ Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a
     const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
     const int smem = norm_pipe_smem_bytes<T, kLayerNorm>(block);
     const int max_smem = norm_pipe_smem_bytes<T, kLayerNorm>(kNormPipeThreads);
-    const auto kernel = norm_pipe_kernel<T, kLayerNorm>;
-    auto per_sm =
-        pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
-    if (!per_sm) return per_sm.status();
-    if (*per_sm == 0) return false;
-    const int64_t grid =
-        std::min<int64_t>(a.rows, static_cast<int64_t>(*per_sm) * device.sm_count());
-    kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
-    DNNB_CUDA_CHECK_LAUNCH();
-    return true;
+    return launch_persistent_rows(device, norm_pipe_kernel<T, kLayerNorm>, block, smem, max_smem,
+                                  a.rows, a);
   }
 }
 

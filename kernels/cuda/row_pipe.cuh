@@ -24,6 +24,7 @@
 // whose vectors all lie past the row's end), so `wait_group<kStages - 1>` at row k always means
 // "the group holding row k is complete".
 #pragma once
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -99,6 +100,23 @@ inline Result<int> pipe_blocks_per_sm(const CudaDevice& device, const void* kern
                                                               static_cast<size_t>(smem)));
   cache[key] = blocks;
   return blocks;
+}
+
+// Launches `kernel(a)` as persistent blocks of `block` threads, one row per block at a time:
+// as many blocks per SM as fit with `smem` bytes of dynamic shared memory (pipe_blocks_per_sm),
+// at most one per row. False, nothing launched, when no block fits (the caller takes another
+// kernel).
+template <typename Kernel, typename Args>
+Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int block, int smem,
+                                    int max_smem, int64_t rows, const Args& a) {
+  auto per_sm =
+      pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
+  if (!per_sm) return per_sm.status();
+  if (*per_sm == 0) return false;
+  const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(*per_sm) * device.sm_count());
+  kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return true;
 }
 
 }  // namespace dnnb::cuda_kernels

@@ -304,16 +304,8 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
   const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
   const int smem = S * block * 32 * static_cast<int>(sizeof(T));
   const int max_smem = S * kSoftmaxPipeThreads * 32 * static_cast<int>(sizeof(T));
-  const auto launch = [&](auto kernel) -> Result<bool> {
-    auto per_sm =
-        pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
-    if (!per_sm) return per_sm.status();
-    if (*per_sm == 0) return false;
-    const int64_t grid =
-        std::min<int64_t>(a.rows, static_cast<int64_t>(*per_sm) * device.sm_count());
-    kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
-    DNNB_CUDA_CHECK_LAUNCH();
-    return true;
+  const auto launch = [&](auto kernel) {
+    return launch_persistent_rows(device, kernel, block, smem, max_smem, a.rows, a);
   };
   constexpr bool kFast = sizeof(T) == 2;  // 16-bit: the 2-instruction exp, as the default
   if (a.mask.data != nullptr) return launch(softmax_pipe_kernel<T, true, kFast>);
