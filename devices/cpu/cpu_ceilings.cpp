@@ -323,7 +323,13 @@ DNNB_CEIL_AVX512 uint64_t read_avx512(const char* p, size_t bytes) {
   }
   a0 = _mm512_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)),
                         _mm512_add_epi64(_mm512_add_epi64(a4, a5), _mm512_add_epi64(a6, a7)));
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(a0));
+  // Lane sum in unsigned arithmetic: the sum wraps (it only keeps the loads alive), and
+  // _mm512_reduce_add_epi64 adds as signed long long, which UBSan reports as overflow.
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, a0);
+  uint64_t sum = 0;
+  for (uint64_t lane : lanes) sum += lane;
+  return sum;
 }
 #endif
 
