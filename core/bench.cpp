@@ -262,10 +262,10 @@ Status time_case(PreparedCase& prepared, const BenchOptions& options, SessionJso
     r.flags.push_back("noise target missed: cv " + std::to_string(r.cv * 100).substr(0, 4) + "% after the time cap");
   if (r.median_s < kTinyCaseS && prepared.device().info().kind != DeviceKind::cpu) {
     std::vector<double> batched;
-    for (int i = 0; i < 5; ++i) {
+    for (int i = -1; i < 5; ++i) {  // the first fits a GPU timer's lead to the batch (cuda_timer.cpp)
       auto t = prepared.batched_launch_s(kBatchedLaunches);
       if (!t) return t.status();
-      batched.push_back(*t);
+      if (i >= 0) batched.push_back(*t);
     }
     r.batched_s = median_of(batched);
   }

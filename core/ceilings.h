@@ -5,7 +5,8 @@
 // probes from devices/ (they need the device's SDK); theoretical peaks stay in DeviceInfo.
 //
 // Probe names are fixed so that bench and report can ask for them:
-//   empty_launch_s            an empty kernel launch (what a tiny op cannot go under)
+//   empty_launch_s            an empty kernel launch on the device (what a tiny op cannot go under)
+//   host_launch_s             the host's time to launch one (GPUs; the host's figure, not the device's)
 //   dram_copy_bytes_per_s     device-to-device copy, bytes read + written, working set >> caches
 //   dram_read_bytes_per_s     read-only stream (a reduction the compiler cannot drop)
 //   cache_read_bytes_per_s    read stream over a working set that fits the last-level cache
@@ -59,7 +60,8 @@ struct ProbePlan {
   int samples;
   double sample_s;  // target length of one sample
 };
-// Device milliseconds of each of plan.samples runs of `launch`, after plan.warmups untimed.
+// Device milliseconds of each of plan.samples runs of `launch`, after plan.warmups untimed; a
+// sample the timer calls late (DeviceTimer::late) is taken again, up to plan.samples times.
 Result<std::vector<double>> time_probe_samples(DeviceRuntime& device, const ProbePlan& plan,
                                                const std::function<Status()>& launch);
 // The count for which launch(count) takes about target_s (counts grow 4x until measurable;

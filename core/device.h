@@ -54,6 +54,10 @@ class DeviceTimer {
   virtual Status stop() = 0;
   virtual Result<double> elapsed_ms() = 0;
   virtual const char* source() const = 0;
+  // After stop(): true when the device may have idled between start() and stop() waiting for
+  // the host to queue the work, so the time may include the host's launch path (a GPU timer
+  // queues its start mark behind a device-side wait to prevent that; see cuda_timer.cpp).
+  virtual bool late() const { return false; }
 };
 
 class DeviceRuntime {

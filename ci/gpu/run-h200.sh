@@ -144,6 +144,37 @@ for step in "$@"; do
     done
     grep -E "^[a-z]|flops|bytes|launch" "$OUT/roofline-1.txt" | cut -c1-90
     [ ${#runs[@]} -lt 2 ] || python3 ci/gpu/roofline_repeat.py "${runs[@]}" | tee "$OUT/roofline-repeat.md" ;;
+  ncu)
+    # NCU_CASES="case;case;..." profiles one launch of each case's kernel (names matching
+    # NCU_KERNELS, a regex) with Nsight Compute (--set full, clocks left alone), and writes the
+    # SASS of NCU_SASS objects (e.g. "softmax layernorm"); all in $OUT/ncu.tgz.
+    log "ncu: ${NCU_CASES:-nothing}"
+    mkdir -p /tmp/ncu
+    ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    IFS=';' read -ra cases <<< "${NCU_CASES:-}"
+    for c in "${cases[@]}"; do
+      tag=$(echo "$c" | tr -c 'a-zA-Z0-9_.=-' '_')
+      timeout 150 "$ncu_bin" --clock-control none --set full --import-source no -k "regex:${NCU_KERNELS:-.}" \
+        --launch-skip "${NCU_SKIP:-3}" --launch-count 1 $bin bench --case "$c" --repetitions 2 --warmup 1 \
+        --min-time 0.00001 --max-time 0 > "/tmp/ncu/$tag.txt" 2>&1
+      echo "  ncu $c: exit $?, $(grep -c . "/tmp/ncu/$tag.txt") lines"
+    done
+    for obj in ${NCU_SASS:-}; do
+      f=$(find build/gpu -name "$obj.cu.o" | head -1)
+      [ -n "$f" ] && cuobjdump -sass "$f" > "/tmp/ncu/sass-$obj.txt" 2>&1
+    done
+    tar -czf "$OUT/ncu.tgz" -C /tmp/ncu . ;;
+  opencl-dump)
+    # DUMP_OPS="op:dtype ..." builds each op's NVIDIA OpenCL programs with DNNB_OPENCL_DUMP (build
+    # log with -cl-nv-verbose, PTX) by checking them; $OUT/ocl-dump.tgz.
+    log "OpenCL dumps: ${DUMP_OPS:-nothing}"
+    mkdir -p /tmp/ocl-dump
+    for item in ${DUMP_OPS:-}; do
+      DNNB_OPENCL_DUMP=/tmp/ocl-dump/${item//:/-} timeout 60 $bin check --backend opencl --device "$ocl_nv" \
+        --op "${item%%:*}" --dtype "${item##*:}" > "/tmp/ocl-dump/check-${item//:/-}.txt" 2>&1
+      echo "  dump $item: exit $?"
+    done
+    tar -czf "$OUT/ocl-dump.tgz" -C /tmp/ocl-dump . ;;
   *) echo "unknown step '$step'"; exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 // Bench hooks for CUDA devices: the SM clock and throttle state per repetition (NVML, loaded
 // at run time so a machine without the driver's NVML still runs), and a device-side delay
-// for the gate's injected-slowdown test (a one-thread kernel spinning on %globaltimer).
+// for the gate's injected-slowdown test and the event timer's lead (a one-thread kernel spinning
+// on %globaltimer).
 #include <dlfcn.h>
 
 #include <mutex>
@@ -87,12 +88,16 @@ __global__ void spin_kernel(unsigned long long nanoseconds) {
 Status enqueue_cuda_delay(DeviceRuntime& device, double seconds) {
   auto& cuda = static_cast<CudaDevice&>(device);
   DNNB_TRY(cuda.activate());
-  spin_kernel<<<1, 1, 0, cuda.stream()>>>(static_cast<unsigned long long>(seconds * 1e9));
-  DNNB_CUDA_CHECK_LAUNCH();
-  return Status::ok();
+  return cuda.enqueue_spin(static_cast<unsigned long long>(seconds * 1e9));
 }
 
 }  // namespace
+
+Status CudaDevice::enqueue_spin(unsigned long long nanoseconds) const {
+  spin_kernel<<<1, 1, 0, stream_>>>(nanoseconds);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
 
 DNNB_REGISTER(register_bench_hooks({DeviceKind::cuda, read_cuda_clock, enqueue_cuda_delay}));
 

@@ -1,4 +1,5 @@
-// Measured ceilings of a CUDA device (core/ceilings.h, docs/roofline.md): the empty launch,
+// Measured ceilings of a CUDA device (core/ceilings.h, docs/roofline.md): the empty launch
+// (device side) and the host's cost of a launch,
 // DRAM copy and read streams over buffers many times the L2, a read stream that stays in the
 // L2, FP32 FMA throughput, and f16/bf16 tensor-core throughput through mma.sync m16n8k16
 // with f32 accumulation. Every sample is timed with CUDA events on the device's stream
@@ -9,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -174,28 +176,52 @@ Result<int> full_grid(const CudaDevice& cuda, int threads) {
 
 
 
-// Back-to-back launches, as many per sample as take ~1/5 of a sample (thousands: a sample of
-// 100 launches lasts ~0.3 ms and its spread is mostly timer and scheduling noise). Beyond the
-// launch queue's depth the host waits for room, so this is the steady-state cost of a stream
-// of tiny kernels.
+// A fixed batch of back-to-back empty launches per sample, timed by the event timer behind its
+// lead (cuda_timer.cpp): the device's own cost of a kernel in a stream of tiny kernels, which
+// the host's launch path does not enter. Fixed rather than calibrated per run (a count that
+// moved between runs moved the figure with it); 2000 launches take ~2-3 ms of device time and
+// ~5 ms of host time, which the lead covers.
+constexpr long long kEmptyLaunches = 2000;
+
+Status launch_empty(cudaStream_t stream, long long count) {
+  for (long long i = 0; i < count; ++i) empty_kernel<<<1, 32, 0, stream>>>();
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
 Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const ProbePlan plan = plan_for(options);
-  cudaStream_t stream = (*cuda)->stream();
-  auto launches = [&](long long count) -> Status {
-    for (long long i = 0; i < count; ++i) empty_kernel<<<1, 32, 0, stream>>>();
-    DNNB_CUDA_CHECK_LAUNCH();
-    return Status::ok();
-  };
-  auto per_sample = calibrate_probe_count(**cuda, plan.sample_s / 5, 40, launches);
-  if (!per_sample) return per_sample.status();
-  auto ms = time_probe_samples(**cuda, plan, [&] { return launches(*per_sample); });
+  const ProbePlan plan = options.quick ? ProbePlan{2, 5, 0} : ProbePlan{5, 41, 0};
+  const long long count = options.quick ? kEmptyLaunches / 10 : kEmptyLaunches;
+  auto ms = time_probe_samples(**cuda, plan, [&] { return launch_empty((*cuda)->stream(), count); });
   if (!ms) return ms.status();
-  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
-  return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(*per_sample) +
-                                                       " back-to-back launches per sample, CUDA events",
+  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(count);
+  return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(count) +
+                                                       " back-to-back launches per sample queued ahead, CUDA events",
                                     SampleKind::time);
+}
+
+// The host's side of the same stream of launches: host time per cudaLaunchKernel while the
+// queue has room (the GPU drains it faster than the host fills it). A property of the host
+// CPU and driver, not of the GPU: on a shared VM it moves with the other tenants.
+Result<ProbeResult> host_launch(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const int samples = options.quick ? 5 : 41;
+  const long long count = options.quick ? kEmptyLaunches / 10 : kEmptyLaunches;
+  std::vector<double> seconds;
+  for (int i = -2; i < samples; ++i) {  // two warm-ups
+    DNNB_TRY((*cuda)->synchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    DNNB_TRY(launch_empty((*cuda)->stream(), count));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= 0) seconds.push_back(s / static_cast<double>(count));
+  }
+  DNNB_TRY((*cuda)->synchronize());
+  return probe_result_from_samples(std::move(seconds), "host time per launch of " + std::to_string(count) +
+                                                           " back-to-back empty kernels, steady clock",
+                                   SampleKind::time);
 }
 
 // Bytes of each DRAM buffer: >= 2 GiB in full mode (40x the H200's L2), bounded by a quarter
@@ -385,6 +411,7 @@ Result<ProbeResult> tensor_mma(DeviceRuntime& device, const ProbeOptions& option
 }  // namespace
 
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "empty_launch_s", empty_launch}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "host_launch_s", host_launch}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_copy_bytes_per_s", dram_copy}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_read_bytes_per_s", dram_read}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "cache_read_bytes_per_s", cache_read}));

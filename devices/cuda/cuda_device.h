@@ -28,8 +28,11 @@ class CudaDevice final : public DeviceRuntime {
   Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
   Status synchronize() override;
   void release(Buffer& buffer) noexcept override;
-  // CUDA events on stream() (devices/cuda/cuda_timer.cpp).
+  // CUDA events on stream(), queued behind a device-side wait (devices/cuda/cuda_timer.cpp).
   Result<std::unique_ptr<DeviceTimer>> make_timer() override;
+  // A one-thread kernel on stream() that spins for `nanoseconds` of %globaltimer
+  // (devices/cuda/cuda_bench_hooks.cu).
+  Status enqueue_spin(unsigned long long nanoseconds) const;
 
   int ordinal() const { return ordinal_; }
   cudaStream_t stream() const { return stream_; }
