@@ -179,9 +179,10 @@ Result<int> full_grid(const CudaDevice& cuda, int threads) {
 // A fixed batch of back-to-back empty launches per sample, timed by the event timer behind its
 // lead (cuda_timer.cpp): the device's own cost of a kernel in a stream of tiny kernels, which
 // the host's launch path does not enter. Fixed rather than calibrated per run (a count that
-// moved between runs moved the figure with it); 2000 launches take ~2-3 ms of device time and
-// ~5 ms of host time, which the lead covers.
-constexpr long long kEmptyLaunches = 2000;
+// moved between runs moved the figure with it). 500 launches stay inside the launch queue
+// (about a thousand entries: a batch beyond it made the host wait for the spin, and the lead
+// covered none of the rest); they take ~0.7 ms of device time and ~1.3 ms of host time.
+constexpr long long kEmptyLaunches = 500;
 
 Status launch_empty(cudaStream_t stream, long long count) {
   for (long long i = 0; i < count; ++i) empty_kernel<<<1, 32, 0, stream>>>();

@@ -131,25 +131,27 @@ Result<size_t> dram_bytes(OpenCLDevice& cl, const ProbeOptions& options, size_t 
   return bytes;
 }
 
-// Back-to-back launches, as many per sample as take ~1/5 of a sample: a sample of 100
-// launches lasts ~0.2 ms on PoCL and its spread was ~100%, mostly scheduling noise.
+// A fixed batch of back-to-back launches per sample, timed by the marker timer behind its lead
+// (opencl_timer.cpp): the device's cost of a kernel in a stream of tiny ones. Fixed rather than
+// calibrated per run, as on CUDA (cuda_ceilings.cu); 300 launches last ~2 ms on NVIDIA's
+// OpenCL and ~3 ms on PoCL.
+constexpr int kEmptyLaunches = 300;
+
 Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& options) {
   auto cl = opencl_of(device);
   if (!cl) return cl.status();
   auto kernel = ceiling_kernel(**cl, "empty_kernel");
   if (!kernel) return kernel.status();
-  const ProbePlan plan = plan_for(options);
-  auto launches = [&](long long count) -> Status {
-    for (long long i = 0; i < count; ++i) DNNB_TRY(enqueue_1d(**cl, *kernel, 1, nullptr));
+  const ProbePlan plan = options.quick ? ProbePlan{2, 5, 0} : ProbePlan{5, 41, 0};
+  const int count = options.quick ? kEmptyLaunches / 10 : kEmptyLaunches;
+  auto ms = time_probe_samples(**cl, plan, [&]() -> Status {
+    for (int i = 0; i < count; ++i) DNNB_TRY(enqueue_1d(**cl, *kernel, 1, nullptr));
     return Status::ok();
-  };
-  auto per_sample = calibrate_probe_count(**cl, plan.sample_s / 5, 30, launches);
-  if (!per_sample) return per_sample.status();
-  auto ms = time_probe_samples(**cl, plan, [&] { return launches(*per_sample); });
+  });
   if (!ms) return ms.status();
-  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(*per_sample);
-  return probe_result_from_samples(std::move(*ms), "empty kernel, global size 1, " + std::to_string(*per_sample) +
-                                                       " back-to-back launches per sample, profiling markers",
+  for (double& m : *ms) m = m * 1e-3 / count;
+  return probe_result_from_samples(std::move(*ms), "empty kernel, global size 1, " + std::to_string(count) +
+                                                       " back-to-back launches per sample queued ahead, profiling markers",
                                     SampleKind::time);
 }
 

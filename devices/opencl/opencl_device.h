@@ -35,8 +35,13 @@ class OpenCLDevice final : public DeviceRuntime {
   Status download(void* dst, const Buffer& src, size_t src_offset, size_t bytes) override;
   Status synchronize() override;
   void release(Buffer& buffer) noexcept override;
-  // Profiled marker events on queue() (devices/opencl/opencl_timer.cpp).
+  // Profiled marker events on queue(), queued behind a device-side wait (opencl_timer.cpp).
   Result<std::unique_ptr<DeviceTimer>> make_timer() override;
+  // The same markers with no wait ahead (what enqueue_spin calibrates with).
+  std::unique_ptr<DeviceTimer> make_plain_timer();
+  // A one-work-item kernel on queue() that runs for about `seconds` (a chain of dependent
+  // multiply-adds whose cost per step is measured once per device: OpenCL C 1.2 has no clock).
+  Status enqueue_spin(double seconds);
 
   cl_context context() const { return context_; }
   cl_device_id device_id() const { return device_; }
