@@ -375,12 +375,17 @@ __global__ void __launch_bounds__(kNormPipeThreads, kNormPipeMinBlocks)
     }
     float q = 0.f;
 #pragma unroll
-    for (int j = 0; j < VPT; ++j)
+    for (int j = 0; j < VPT; ++j) {
+      // cols % W == 0: a vector is all inside the row or all padding, so one test per vector
+      // (a per-element test cost two instructions per element in the hot loop).
+      if ((j * group + t) * W < cols) {
 #pragma unroll
-      for (int k = 0; k < W; ++k) {
-        const float d = (j * group + t) * W + k < cols ? to_float(raw[j].v[k]) - mean : 0.f;
-        q += d * d;
+        for (int k = 0; k < W; ++k) {
+          const float d = to_float(raw[j].v[k]) - mean;
+          q += d * d;
+        }
       }
+    }
     q = group_reduce(q, SumOp{}, 0.f, group, scratch[kLayerNorm ? 1 : parity]);
     const float rstd = 1.f / sqrtf(q * inv_cols + a.eps);
 

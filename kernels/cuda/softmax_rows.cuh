@@ -28,6 +28,7 @@
 //    (row_pipe.cuh).
 #pragma once
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/row_pipe.cuh"
@@ -203,10 +204,18 @@ inline constexpr int64_t kSoftmaxPipeMaxCols = kSoftmaxPipeThreads * 32;
 template <typename T>
 inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 
-template <typename T, bool kHasMask, bool kFastExp>
+// Compile-time shapes of the row math (measured with Nsight Compute on the H200, 2026-11-21:
+// the bf16 kernel issued 25 instructions per element and was issue-bound, 63% of issue slots
+// busy at 77% of copy): kPlain (no mask, no softcap, scale > 0) drops the per-element softcap
+// test and, for 16-bit rows, folds the scale into the exp's multiply-add (the max of scale * x
+// is scale * max x when scale > 0); kTarget = false (softmax) writes e / sum with no one-hot
+// compare and no row scale. Results of the plain 16-bit path differ from the default's in the
+// exp's f32 argument (one rounding), far below the 16-bit output rounding.
+template <typename T, bool kHasMask, bool kFastExp, bool kPlain, bool kTarget>
 __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
     softmax_pipe_kernel(SoftmaxArgs<T> a) {
   static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit outputs only");
+  static_assert(!(kPlain && kHasMask), "the plain path has no mask");
   constexpr int W = kVec<T>;
   constexpr int VPT = 32 / W;
   constexpr int S = kSoftmaxPipeStages<T>;
@@ -231,7 +240,7 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
     pipe_copy_row<T, VPT>(stages + fill * stage_elems, ahead < a.rows ? a.x.row(ahead) : nullptr,
                           t, group, cols);
-    const RowOutput out = row_output(a, row);  // its loads overlap the reductions below
+    const RowOutput out = kTarget ? row_output(a, row) : RowOutput{-1, 1.f};  // loads overlap the reductions
     const T* mask_row = kHasMask ? a.mask.row(row) : nullptr;
     cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
     const T* stage = stages + cur * stage_elems;
@@ -252,8 +261,14 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
 #pragma unroll
         for (int k = 0; k < W; ++k) {
           float v = to_float(p.v[k]);
-          if (a.softcap > 0.f) v = a.softcap * tanhf(v * a.inv_softcap);
-          z[j][k] = fmaf(a.scale, v, add[k]);  // as load_logits: a -inf mask entry gives -inf
+          if constexpr (kPlain && kFastExp) {
+            z[j][k] = v;  // scaled inside the exp below
+          } else if constexpr (kPlain) {
+            z[j][k] = a.scale * v;
+          } else {
+            if (a.softcap > 0.f) v = a.softcap * tanhf(v * a.inv_softcap);
+            z[j][k] = fmaf(a.scale, v, add[k]);  // as load_logits: a -inf mask entry gives -inf
+          }
         }
       } else {
 #pragma unroll
@@ -268,14 +283,16 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
       for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
     m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
     const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
-    const float shift_log2e = shift * kLog2e;
+    // Plain 16-bit: exp(scale * (x - max x)) = 2^(x * c - max x * c), c = scale * log2(e).
+    const float exp_mul = kPlain && kFastExp ? a.scale * kLog2e : kLog2e;
+    const float shift_log2e = shift * exp_mul;
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < VPT; ++j)
 #pragma unroll
       for (int k = 0; k < W; ++k) {
         if constexpr (kFastExp)
-          z[j][k] = exp_shifted_16bit(z[j][k], shift_log2e);
+          z[j][k] = ex2_approx_ftz(fmaf(z[j][k], exp_mul, -shift_log2e));
         else
           z[j][k] = expf(z[j][k] - shift);
         s += z[j][k];
@@ -283,12 +300,37 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
     s = group_reduce(s, SumOp{}, 0.f, group, scratch[1]);
     const float inv_sum = s > 0.f ? 1.f / s : 0.f;
 
-    const int target = out.target >= 0 && out.target < cols ? static_cast<int>(out.target) : -1;
     T* y_row = a.y.row(row);
+    if constexpr (kTarget) {
+      // (p - [c == target]) * scale as store_probs, with the one-hot compare once per vector:
+      // p * scale elsewhere is the same product ((p - 0) * scale).
+      const int target = out.target >= 0 && out.target < cols ? static_cast<int>(out.target) : -1;
 #pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const int c = (j * group + t) * W;
-      if (c < cols) store_probs<T, int>(y_row, a, target, out.scale, c, cols, z[j], inv_sum);
+      for (int j = 0; j < VPT; ++j) {
+        const int c = (j * group + t) * W;
+        if (c < cols) {
+          float o[W];
+#pragma unroll
+          for (int k = 0; k < W; ++k) o[k] = (z[j][k] * inv_sum) * out.scale;
+          if (static_cast<unsigned>(target - c) < static_cast<unsigned>(W)) {
+#pragma unroll
+            for (int k = 0; k < W; ++k)
+              if (c + k == target) o[k] = (z[j][k] * inv_sum - 1.f) * out.scale;
+          }
+          store_vec<T, int>(y_row, a.y, c, cols, o);
+        }
+      }
+    } else {  // softmax: y = e / sum, whole 16-byte vectors (cols % W == 0, rows aligned)
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) {
+        const int c = (j * group + t) * W;
+        if (c < cols) {
+          Vec16<T> o;
+#pragma unroll
+          for (int k = 0; k < W; ++k) o.v[k] = from_float<T>(z[j][k] * inv_sum);
+          *reinterpret_cast<Vec16<T>*>(y_row + c) = o;
+        }
+      }
     }
     cur = next_stage<S>(cur);
   }
@@ -308,8 +350,17 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
     return launch_persistent_rows(device, kernel, block, smem, max_smem, a.rows, a);
   };
   constexpr bool kFast = sizeof(T) == 2;  // 16-bit: the 2-instruction exp, as the default
-  if (a.mask.data != nullptr) return launch(softmax_pipe_kernel<T, true, kFast>);
-  return launch(softmax_pipe_kernel<T, false, kFast>);
+  // The softmax path stores whole vectors of y: its rows must be 16-byte aligned too.
+  const bool target = a.target != nullptr || !a.y.vec;
+  const bool plain = a.mask.data == nullptr && !(a.softcap > 0.f) && a.scale > 0.f && std::isfinite(a.scale);
+  if (a.mask.data != nullptr)
+    return target ? launch(softmax_pipe_kernel<T, true, kFast, false, true>)
+                  : launch(softmax_pipe_kernel<T, true, kFast, false, false>);
+  if (!plain)
+    return target ? launch(softmax_pipe_kernel<T, false, kFast, false, true>)
+                  : launch(softmax_pipe_kernel<T, false, kFast, false, false>);
+  return target ? launch(softmax_pipe_kernel<T, false, kFast, true, true>)
+                : launch(softmax_pipe_kernel<T, false, kFast, true, false>);
 }
 
 enum SoftmaxPhase : int {
