@@ -93,8 +93,8 @@ Status enqueue_cuda_delay(DeviceRuntime& device, double seconds) {
 
 }  // namespace
 
-Status CudaDevice::enqueue_spin(unsigned long long nanoseconds, cudaStream_t stream) const {
-  spin_kernel<<<1, 1, 0, stream>>>(nanoseconds);
+Status CudaDevice::enqueue_spin(unsigned long long nanoseconds) const {
+  spin_kernel<<<1, 1, 0, stream_>>>(nanoseconds);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }

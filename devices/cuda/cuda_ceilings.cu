@@ -190,79 +190,17 @@ Status launch_empty(cudaStream_t stream, long long count) {
   return Status::ok();
 }
 
-// One sample on `stream`: a spin of lead_ns, then events around `count` empty launches. The
-// lead is refitted to twice the host's time for the batch; a sample whose start event the GPU
-// reached before the host had queued everything is retaken (as time_probe_samples does).
-struct StreamSampler {
-  const CudaDevice& cuda;
-  cudaStream_t stream;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  double lead_ns = 100e3;
-  Result<double> sample(long long count) {
-    for (int attempt = 0;; ++attempt) {
-      DNNB_TRY(cuda.enqueue_spin(static_cast<unsigned long long>(lead_ns), stream));
-      DNNB_CUDA_TRY(cudaEventRecord(start, stream));
-      const auto t0 = std::chrono::steady_clock::now();
-      DNNB_TRY(launch_empty(stream, count));
-      DNNB_CUDA_TRY(cudaEventRecord(stop, stream));
-      const double host_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-      const cudaError_t reached = cudaEventQuery(start);
-      if (reached == cudaErrorNotReady) (void)cudaGetLastError();  // a status, not a failure
-      else DNNB_CUDA_TRY(reached);
-      lead_ns = std::max(lead_ns, 2 * host_ns);
-      DNNB_CUDA_TRY(cudaEventSynchronize(stop));
-      float ms = 0;
-      DNNB_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-      if (reached == cudaErrorNotReady || attempt >= 3) return ms * 1e-3 / static_cast<double>(count);
-    }
-  }
-};
-
-// Samples from kEmptyStreams streams of their own, interleaved, so that the value is not that of
-// one stream's hardware queue: three runs in three processes measured 1.31-1.37 us on the H200
-// with spreads of 0.1-0.3% inside each (2026-11-21), a per-process offset that one stream
-// cannot average out.
-constexpr int kEmptyStreams = 4;
-
-Status cuda_status_of(cudaError_t err, const char* call) {
-  return err == cudaSuccess ? Status::ok() : cuda_status(err, call, __FILE__, __LINE__);
-}
-
 Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
-  const int samples = options.quick ? 2 : 10;  // per stream
+  const ProbePlan plan = options.quick ? ProbePlan{2, 5, 0} : ProbePlan{5, 41, 0};
   const long long count = options.quick ? kEmptyLaunches / 10 : kEmptyLaunches;
-  std::vector<StreamSampler> samplers;
-  Status status = Status::ok();
-  for (int s = 0; s < kEmptyStreams && status.is_ok(); ++s) {
-    StreamSampler sampler{**cuda, nullptr};
-    status = cuda_status_of(cudaStreamCreateWithFlags(&sampler.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    if (status.is_ok()) status = cuda_status_of(cudaEventCreate(&sampler.start), "cudaEventCreate");
-    if (status.is_ok()) status = cuda_status_of(cudaEventCreate(&sampler.stop), "cudaEventCreate");
-    samplers.push_back(sampler);
-  }
-  std::vector<double> seconds;
-  for (int i = -2; i < samples && status.is_ok(); ++i) {  // two warm-up rounds
-    for (auto& sampler : samplers) {
-      auto t = sampler.sample(count);
-      if (!t) {
-        status = t.status();
-        break;
-      }
-      if (i >= 0) seconds.push_back(*t);
-    }
-  }
-  for (auto& sampler : samplers) {
-    if (sampler.start) cudaEventDestroy(sampler.start);
-    if (sampler.stop) cudaEventDestroy(sampler.stop);
-    if (sampler.stream) cudaStreamDestroy(sampler.stream);
-  }
-  if (!status.is_ok()) return status;
-  return probe_result_from_samples(std::move(seconds), "empty kernel <<<1, 32>>>, " + std::to_string(count) +
-                                                           " back-to-back launches per sample queued ahead, " +
-                                                           std::to_string(kEmptyStreams) + " streams, CUDA events",
-                                   SampleKind::time);
+  auto ms = time_probe_samples(**cuda, plan, [&] { return launch_empty((*cuda)->stream(), count); });
+  if (!ms) return ms.status();
+  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(count);
+  return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>>, " + std::to_string(count) +
+                                                       " back-to-back launches per sample queued ahead, CUDA events",
+                                    SampleKind::time);
 }
 
 // The host's side of the same stream of launches: host time per cudaLaunchKernel while the

@@ -32,8 +32,7 @@ class CudaDevice final : public DeviceRuntime {
   Result<std::unique_ptr<DeviceTimer>> make_timer() override;
   // A one-thread kernel on stream() that spins for `nanoseconds` of %globaltimer
   // (devices/cuda/cuda_bench_hooks.cu).
-  Status enqueue_spin(unsigned long long nanoseconds) const { return enqueue_spin(nanoseconds, stream_); }
-  Status enqueue_spin(unsigned long long nanoseconds, cudaStream_t stream) const;
+  Status enqueue_spin(unsigned long long nanoseconds) const;
 
   int ordinal() const { return ordinal_; }
   cudaStream_t stream() const { return stream_; }
