@@ -1,22 +1,27 @@
 // add, sub, mul, div: y = a op b with numpy broadcasting of both to y's shape (a may be a
 // non-contiguous view: `layout`). One driver (elementwise.h), a table of four operators;
 // each is one correctly rounded f32 operation, then one rounding to the output dtype.
+#include "kernels/avx512/avx512_math.h"
 #include "kernels/avx512/elementwise.h"
 
 namespace dnnb::avx512 {
 namespace {
 
 struct Add {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_add_ps(v[0], v[1]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return add(v[0], v[1]); }
 };
 struct Sub {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_sub_ps(v[0], v[1]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return sub(v[0], v[1]); }
 };
 struct Mul {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_mul_ps(v[0], v[1]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return mul(v[0], v[1]); }
 };
 struct Div {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_div_ps(v[0], v[1]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return div(v[0], v[1]); }
 };
 
 template <class F>

@@ -78,6 +78,9 @@ Result<ElementwisePlan<N>> plan_elementwise(const Tensor& out, const std::array<
 constexpr int64_t kTile = 8192;
 
 // One tile: columns [c0, c0 + n) of row r. Scratch slots: inputs 0..N-1, output 3.
+// op(v) maps N input Vecs<K> (a pointer to N of them) to the output's Vecs<K>, for K = 2
+// (32 columns per step: two independent dependency chains, see Vecs) and K = 1 (masked
+// heads and tails).
 template <class Fmt, class Op, int N>
 DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, int64_t r, int64_t c0,
                                   int64_t n, bool stream) {
@@ -96,15 +99,18 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
     }
   }
   T* dst = write_span<T>(plan.out, r, c0, n, 3);
-  write_span_values<Fmt>(dst, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
-    __m512 v[N];
-    if (m == 0xffff) {
-      for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i);
-    } else {
-      for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? repeated[k] : Fmt::load(src[k] + i, m);
-    }
+  auto one = [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
+    Vecs<1> v[N];
+    for (int k = 0; k < N; ++k)
+      v[k].v[0] = is_repeated[k] ? repeated[k] : (m == 0xffff ? Fmt::load(src[k] + i) : Fmt::load(src[k] + i, m));
+    return op(v).v[0];
+  };
+  auto two = [&](int64_t i) DNNB_AVX512_LAMBDA {
+    Vecs<2> v[N];
+    for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? Vecs<2>{{repeated[k], repeated[k]}} : Fmt::load2(src[k] + i);
     return op(v);
-  });
+  };
+  write_span_pairs<Fmt>(dst, n, stream, one, two);
   commit_span(plan.out, r, c0, n, dst);
 }
 

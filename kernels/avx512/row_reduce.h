@@ -1,7 +1,8 @@
 // One-row reductions shared by reduce.cpp, layernorm.cpp and rmsnorm.cpp: sum, sum of
 // squares about a shift, and max of a contiguous span. Four vector accumulators (64 partial
 // results) are folded into a running total every kBlock elements, so a sum adds at most
-// ~64 + n/kBlock terms in any one f32 chain.
+// ~64 + n/kBlock terms in any one f32 chain. Elements are loaded in whatever lane order is
+// cheapest for the format (load2_any_order): each lane still sums a fixed set of elements.
 #pragma once
 #include <cmath>
 #include <limits>
@@ -10,7 +11,9 @@
 
 namespace dnnb::avx512 {
 
-enum class Reduce { sum, sum_squares, max };
+// sum_squares: sum of x^2 (norm2, rmsnorm); squared_deviations: sum of (x - shift)^2
+// (layernorm): apart so that the unshifted one does not pay a subtraction per vector.
+enum class Reduce { sum, sum_squares, squared_deviations, max };
 
 template <Reduce K>
 struct Accumulate {
@@ -20,7 +23,8 @@ struct Accumulate {
   }
   DNNB_AVX512_INLINE static __m512 add(__m512 acc, __m512 v, __m512 shift) {
     if constexpr (K == Reduce::max) return _mm512_max_ps(acc, v);
-    if constexpr (K == Reduce::sum_squares) {
+    if constexpr (K == Reduce::sum_squares) return _mm512_fmadd_ps(v, v, acc);
+    if constexpr (K == Reduce::squared_deviations) {
       const __m512 d = _mm512_sub_ps(v, shift);
       return _mm512_fmadd_ps(d, d, acc);
     }
@@ -41,7 +45,7 @@ struct Accumulate {
 
 constexpr int64_t kReduceBlock = 4096;
 
-// Sum, sum of (x - shift)^2, or max (NaN if any element is NaN) of p[0, n), in f32.
+// Sum, sum of x^2, sum of (x - shift)^2, or max (NaN if any element is NaN) of p[0, n), in f32.
 // `next` (the thread's next row: reduce.cpp with DNNB_AVX512_PREFETCH=2) is prefetched into
 // L2 alongside, 64 columns per step.
 template <class Fmt, Reduce K, bool kPrefetch>
@@ -57,8 +61,8 @@ DNNB_AVX512_INLINE float reduce_span_impl(const typename Fmt::storage* p, int64_
     int64_t i = b;
     for (; i + 64 <= end; i += 64) {
       if constexpr (kPrefetch) next.fetch(i, 64);
-      const __m512 v0 = Fmt::load(p + i), v1 = Fmt::load(p + i + 16);
-      const __m512 v2 = Fmt::load(p + i + 32), v3 = Fmt::load(p + i + 48);
+      const Vecs<2> v01 = Fmt::load2_any_order(p + i), v23 = Fmt::load2_any_order(p + i + 32);
+      const __m512 v0 = v01.v[0], v1 = v01.v[1], v2 = v23.v[0], v3 = v23.v[1];
       a0 = A::add(a0, v0, shift);
       a1 = A::add(a1, v1, shift);
       a2 = A::add(a2, v2, shift);
@@ -115,7 +119,7 @@ MeanM2 mean_m2_span(const typename Fmt::storage* p, int64_t n) {
     MeanM2 block;
     block.count = static_cast<double>(len);
     block.mean = reduce_span<Fmt, Reduce::sum>(p + b, len) / static_cast<float>(len);
-    block.m2 = reduce_span<Fmt, Reduce::sum_squares>(p + b, len, block.mean);
+    block.m2 = reduce_span<Fmt, Reduce::squared_deviations>(p + b, len, block.mean);
     acc = merge_mean_m2(acc, block);
   }
   return acc;

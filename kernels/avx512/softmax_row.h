@@ -72,13 +72,26 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
 // which costs less than a store and reload of the f32 row. z == nullptr: only the sum is
 // wanted (logsumexp), e is not stored. `next` is prefetched during the exponential pass,
 // the one that has compute to hide it behind (avx512_common.h).
-template <class ZOf>
+// A: the accuracy of the exponentials (avx512_math.h); half only where the result is
+// rounded to a 16-bit dtype with a tolerance of 2 eps (bf16 cross-entropy), full elsewhere.
+// Four vectors per step go through one interleaved exp_v<A, 4> (four dependency chains).
+template <Accuracy A = Accuracy::full, class ZOf>
 DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z, const NextRow& next) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 m0 = neg_inf, m1 = neg_inf;
   int64_t i = 0;
+  // Sum only (z == nullptr): the lane order of z does not matter, so a ZOf that can load
+  // 32 logits in its format's cheapest order (PlainLogits::any_order2) does so in both passes.
+  constexpr bool kAnyOrder = requires(const ZOf& f) { f.any_order2(int64_t{0}); };
+  auto z2 = [&](int64_t j) DNNB_AVX512_LAMBDA {
+    if constexpr (kAnyOrder) {
+      if (z == nullptr) return z_of.any_order2(j);
+    }
+    return Vecs<2>{{z_of(j, 0xffff), z_of(j + 16, 0xffff)}};
+  };
   for (; i + 32 <= n; i += 32) {
-    const __m512 z0 = z_of(i, 0xffff), z1 = z_of(i + 16, 0xffff);
+    const Vecs<2> zz = z2(i);
+    const __m512 z0 = zz.v[0], z1 = zz.v[1];
     if (keep_z) {
       _mm512_storeu_ps(z + i, z0);
       _mm512_storeu_ps(z + i + 16, z1);
@@ -98,11 +111,13 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
   i = 0;
   for (; i + 64 <= n; i += 64) {
-    auto zv = [&](int64_t j) DNNB_AVX512_LAMBDA { return keep_z ? _mm512_loadu_ps(z + j) : z_of(j, 0xffff); };
-    const __m512 e0 = exp_ps(_mm512_sub_ps(zv(i), shift));
-    const __m512 e1 = exp_ps(_mm512_sub_ps(zv(i + 16), shift));
-    const __m512 e2 = exp_ps(_mm512_sub_ps(zv(i + 32), shift));
-    const __m512 e3 = exp_ps(_mm512_sub_ps(zv(i + 48), shift));
+    auto zv = [&](int64_t j) DNNB_AVX512_LAMBDA {
+      Vecs<2> zz = keep_z ? Vecs<2>{{_mm512_loadu_ps(z + j), _mm512_loadu_ps(z + j + 16)}} : z2(j);
+      return Vecs<2>{{_mm512_sub_ps(zz.v[0], shift), _mm512_sub_ps(zz.v[1], shift)}};
+    };
+    const Vecs<2> z01 = zv(i), z23 = zv(i + 32);
+    const Vecs<4> e = exp_v<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});
+    const __m512 e0 = e.v[0], e1 = e.v[1], e2 = e.v[2], e3 = e.v[3];
     next.fetch(i, 64);
     if (z != nullptr) {
       _mm512_storeu_ps(z + i, e0);
@@ -118,7 +133,7 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
     const __m512 zm = keep_z ? _mm512_maskz_loadu_ps(m, z + i) : z_of(i, m);  // e^-inf = 0 outside m
-    const __m512 e = exp_ps(_mm512_sub_ps(zm, shift));
+    const __m512 e = exp_v<A>(Vecs<1>{{_mm512_sub_ps(zm, shift)}}).v[0];
     if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
     s0 = _mm512_mask_add_ps(s0, m, s0, e);
   }
@@ -134,6 +149,7 @@ struct PlainLogits {
     const __m512 v = m == 0xffff ? Fmt::load(x + i) : Fmt::load(x + i, m);
     return _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), m, v);
   }
+  DNNB_AVX512_INLINE Vecs<2> any_order2(int64_t i) const { return Fmt::load2_any_order(x + i); }
 };
 
 }  // namespace dnnb::avx512

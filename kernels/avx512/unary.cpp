@@ -7,41 +7,57 @@
 namespace dnnb::avx512 {
 namespace {
 
+// Each f is a template on the accuracy tier (avx512_math.h: full for f32 outputs, half for
+// outputs rounded to f16/bf16) and works on K vectors at a time (elementwise.h).
+template <Accuracy>
 struct Relu {
   // max(0, x) with VMAXPS returning x when x is NaN (NaN propagates, as torch.relu).
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_max_ps(_mm512_setzero_ps(), v[0]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return max_keep_nan(0.0f, v[0]); }
 };
+template <Accuracy A>
 struct Sigmoid {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return sigmoid_ps(v[0]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return sigmoid_v<A>(v[0]); }
 };
+template <Accuracy A>
 struct Tanh {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return tanh_ps(v[0]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return tanh_v<A>(v[0]); }
 };
+template <Accuracy A>
 struct Exp {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return exp_ps(v[0]); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return exp_v<A>(v[0]); }
 };
+template <Accuracy A>
 struct Silu {
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_mul_ps(v[0], sigmoid_ps(v[0])); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return mul(v[0], sigmoid_v<A>(v[0])); }
 };
+template <Accuracy A>
 struct Gelu {
   // x Phi(x), with Phi accurate on the negative tail (no 1 + erf cancellation).
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const { return _mm512_mul_ps(v[0], normal_cdf_ps(v[0])); }
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return mul(v[0], normal_cdf_v<A>(v[0])); }
 };
+template <Accuracy A>
 struct GeluTanh {
   // 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) x (1 + 0.044715 x^2): the sigmoid form
   // keeps relative accuracy where 1 + tanh u cancels (x << 0).
-  DNNB_AVX512_INLINE __m512 operator()(const __m512* v) const {
-    const __m512 x = v[0];
-    const __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(0.044715f), _mm512_set1_ps(1.0f));
-    const __m512 two_u = _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.59576912160573071f)), inner);
-    return _mm512_mul_ps(x, sigmoid_ps(two_u));
+  template <int K>
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const {
+    const Vecs<K>& x = v[0];
+    const Vecs<K> inner = fmadd(mul(x, x), splat<K>(0.044715f), splat<K>(1.0f));
+    const Vecs<K> two_u = mul(mul(x, splat<K>(1.59576912160573071f)), inner);
+    return mul(x, sigmoid_v<A>(two_u));
   }
 };
 
-template <class F>
+template <template <Accuracy> class F>
 bool register_unary(const char* op) {
   return register_kernel(op, {DType::f32, DType::f16, DType::bf16}, nullptr, [](OpCall& call) {
-    return elementwise<1>(call, {&call.inputs.at(0)}, [](auto) { return F{}; });
+    return elementwise<1>(call, {&call.inputs.at(0)}, [](auto fmt) { return F<accuracy_for<decltype(fmt)>>{}; });
   });
 }
 
