@@ -17,6 +17,8 @@
 #             $OUT/rebench.tgz; REBENCH_ARGS adds bench flags, e.g. "--size 16384x8192"
 #   reference the float64 reference at 64x8192 on the host CPU ($OUT/bench-reference.json)
 #   verify    per-op check of VERIFY_BACKENDS with a fallback to .fallback/kernels/<backend>
+#   ncu       NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex, NCU_SASS objects)
+#   opencl-dump  DUMP_OPS="op:dtype ..." build logs and PTX of those ops' NVIDIA OpenCL programs
 #   roofline  the measured ceilings of every device ($OUT/ceilings.json); ROOFLINE_RUNS=2 runs it
 #             twice and prints the run-to-run differences (ci/gpu/roofline_repeat.py)
 #   report    ci/report.sh full on cuda:0, the NVIDIA OpenCL device and cpu:0 ($OUT/report.tgz);
@@ -170,6 +172,7 @@ for step in "$@"; do
     log "OpenCL dumps: ${DUMP_OPS:-nothing}"
     mkdir -p /tmp/ocl-dump
     for item in ${DUMP_OPS:-}; do
+      mkdir -p "/tmp/ocl-dump/${item//:/-}"
       DNNB_OPENCL_DUMP=/tmp/ocl-dump/${item//:/-} timeout 60 $bin check --backend opencl --device "$ocl_nv" \
         --op "${item%%:*}" --dtype "${item##*:}" > "/tmp/ocl-dump/check-${item//:/-}.txt" 2>&1
       echo "  dump $item: exit $?"

@@ -96,6 +96,8 @@ bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
 }
 
 DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::pipe));
+DNNB_REGISTER(register_cross_entropy_bwd("pipe4", SoftmaxPlan::pipe4));
+DNNB_REGISTER(register_cross_entropy_bwd("pipe16", SoftmaxPlan::pipe16));
 DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_cross_entropy_bwd("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_cross_entropy_bwd("reg2", SoftmaxPlan::reg2));

@@ -90,6 +90,8 @@ bool register_softmax(const char* variant, SoftmaxPlan plan) {
 }
 
 DNNB_REGISTER(register_softmax("", SoftmaxPlan::pipe));
+DNNB_REGISTER(register_softmax("pipe4", SoftmaxPlan::pipe4));
+DNNB_REGISTER(register_softmax("pipe16", SoftmaxPlan::pipe16));
 DNNB_REGISTER(register_softmax("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_softmax("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_softmax("reg2", SoftmaxPlan::reg2));

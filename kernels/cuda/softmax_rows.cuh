@@ -198,9 +198,20 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // default plan (launch_softmax_rows).
 // Shared memory: f32 2 stages x 32 KB (3 blocks: 192 KB per SM, 2 rows = 64 KB per SM ahead of
 // the 3 being processed); f16/bf16 3 stages x 16 KB (3 blocks: 144 KB, 6 rows = 96 KB ahead).
-inline constexpr int kSoftmaxPipeThreads = 256;
-inline constexpr int kSoftmaxPipeMinBlocks = 3;  // <= 80 registers, as the occ kernel
-inline constexpr int64_t kSoftmaxPipeMaxCols = kSoftmaxPipeThreads * 32;
+// The launch shape of the pipe kernel: kEpt columns per thread (a block of cols / kEpt threads,
+// at most kThreads for 8192 columns) and the blocks per SM its launch bound asks for. The
+// default, 32 columns and 3 blocks (<= 80 registers, as the occ kernel), and two variants with
+// more warps per SM to hide the reductions' barriers (Nsight Compute, H200, 2026-11-21: no warp
+// eligible in 34% of cycles at 21 warps per SM): "pipe4" 32 columns and 4 blocks (<= 64
+// registers), "pipe16" 16 columns in blocks of 512 threads, 2 per SM (<= 64 registers).
+template <int kEptValue, int kMinBlocksValue>
+struct SoftmaxPipeShape {
+  static constexpr int kEpt = kEptValue;
+  static constexpr int kThreads = 8192 / kEptValue;
+  static constexpr int kMinBlocks = kMinBlocksValue;
+};
+using SoftmaxPipeDefault = SoftmaxPipeShape<32, 3>;
+inline constexpr int64_t kSoftmaxPipeMaxCols = 8192;
 template <typename T>
 inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 
@@ -211,13 +222,13 @@ inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 // is scale * max x when scale > 0); kTarget = false (softmax) writes e / sum with no one-hot
 // compare and no row scale. Results of the plain 16-bit path differ from the default's in the
 // exp's f32 argument (one rounding), far below the 16-bit output rounding.
-template <typename T, bool kHasMask, bool kFastExp, bool kPlain, bool kTarget>
-__global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
+template <typename T, typename Shape, bool kHasMask, bool kFastExp, bool kPlain, bool kTarget>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     softmax_pipe_kernel(SoftmaxArgs<T> a) {
   static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit outputs only");
   static_assert(!(kPlain && kHasMask), "the plain path has no mask");
   constexpr int W = kVec<T>;
-  constexpr int VPT = 32 / W;
+  constexpr int VPT = Shape::kEpt / W;
   constexpr int S = kSoftmaxPipeStages<T>;
   extern __shared__ float4 pipe_smem[];
   T* const stages = reinterpret_cast<T*>(pipe_smem);
@@ -225,7 +236,7 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
   const int group = blockDim.x;     // one row per block at a time
   const int t = threadIdx.x;
   const int cols = static_cast<int>(a.cols);  // <= kSoftmaxPipeMaxCols
-  const int stage_elems = group * 32;
+  const int stage_elems = group * Shape::kEpt;
   const int64_t step = gridDim.x;
 
 #pragma unroll
@@ -337,15 +348,15 @@ __global__ void __launch_bounds__(kSoftmaxPipeThreads, kSoftmaxPipeMinBlocks)
 }
 
 // Launches softmax_pipe_kernel when `a` fits it (see there); false: nothing launched.
-template <typename T>
+template <typename T, typename Shape = SoftmaxPipeDefault>
 Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
   constexpr int W = kVec<T>;
   constexpr int S = kSoftmaxPipeStages<T>;
   if (a.cols <= 32 * 32 || a.cols > kSoftmaxPipeMaxCols || a.cols % W != 0 || !a.x.vec)
     return false;
-  const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
-  const int smem = S * block * 32 * static_cast<int>(sizeof(T));
-  const int max_smem = S * kSoftmaxPipeThreads * 32 * static_cast<int>(sizeof(T));
+  const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
+  const int smem = S * block * Shape::kEpt * static_cast<int>(sizeof(T));
+  const int max_smem = S * Shape::kThreads * Shape::kEpt * static_cast<int>(sizeof(T));
   const auto launch = [&](auto kernel) {
     return launch_persistent_rows(device, kernel, block, smem, max_smem, a.rows, a);
   };
@@ -354,13 +365,13 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
   const bool target = a.target != nullptr || !a.y.vec;
   const bool plain = a.mask.data == nullptr && !(a.softcap > 0.f) && a.scale > 0.f && std::isfinite(a.scale);
   if (a.mask.data != nullptr)
-    return target ? launch(softmax_pipe_kernel<T, true, kFast, false, true>)
-                  : launch(softmax_pipe_kernel<T, true, kFast, false, false>);
+    return target ? launch(softmax_pipe_kernel<T, Shape, true, kFast, false, true>)
+                  : launch(softmax_pipe_kernel<T, Shape, true, kFast, false, false>);
   if (!plain)
-    return target ? launch(softmax_pipe_kernel<T, false, kFast, false, true>)
-                  : launch(softmax_pipe_kernel<T, false, kFast, false, false>);
-  return target ? launch(softmax_pipe_kernel<T, false, kFast, true, true>)
-                : launch(softmax_pipe_kernel<T, false, kFast, true, false>);
+    return target ? launch(softmax_pipe_kernel<T, Shape, false, kFast, false, true>)
+                  : launch(softmax_pipe_kernel<T, Shape, false, kFast, false, false>);
+  return target ? launch(softmax_pipe_kernel<T, Shape, false, kFast, true, true>)
+                : launch(softmax_pipe_kernel<T, Shape, false, kFast, true, false>);
 }
 
 enum SoftmaxPhase : int {
@@ -479,6 +490,8 @@ enum class SoftmaxPlan {
              // occ's 435, f16/bf16 161-163 against 283-287 at 16384 x 8192): softmax_pipe_kernel
              // where it applies (persistent blocks, rows prefetched into shared memory with
              // cp.async), every other shape as occ
+  pipe4,     // as pipe with 4 blocks per SM (SoftmaxPipeShape<32, 4>)
+  pipe16,    // as pipe with 16 columns per thread, blocks of up to 512 (SoftmaxPipeShape<16, 2>)
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -486,8 +499,10 @@ template <typename T>
 Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (plan == SoftmaxPlan::pipe) {
-    auto launched = try_launch_softmax_pipe<T>(device, a);
+  if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe4 || plan == SoftmaxPlan::pipe16) {
+    auto launched = plan == SoftmaxPlan::pipe4    ? try_launch_softmax_pipe<T, SoftmaxPipeShape<32, 4>>(device, a)
+                    : plan == SoftmaxPlan::pipe16 ? try_launch_softmax_pipe<T, SoftmaxPipeShape<16, 2>>(device, a)
+                                                  : try_launch_softmax_pipe<T>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = SoftmaxPlan::occ;
