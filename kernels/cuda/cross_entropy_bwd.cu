@@ -9,7 +9,8 @@
 // (logits read once, dlogits written once); longer rows read the logits twice.
 // Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel,
 // equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
-// f32 295 us against 452, bf16 201 against 297); "occ" places 1025..8192 classes 3 rows per SM
+// f32 295 us against 452, bf16 201 against 297; session 4: bf16 with 4 blocks per SM, 161 us);
+// "pipe32", "pipe4", "pipe16" the pipe kernel's launch shapes (softmax.cu); "occ" places 1025..8192 classes 3 rows per SM
 // with the 2-instruction exp for bf16 (the default from the first H200 run that day: f32 452 us
 // against 578, bf16 312 against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the
 // default before.
@@ -96,6 +97,7 @@ bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
 }
 
 DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::pipe));
+DNNB_REGISTER(register_cross_entropy_bwd("pipe32", SoftmaxPlan::pipe32));
 DNNB_REGISTER(register_cross_entropy_bwd("pipe4", SoftmaxPlan::pipe4));
 DNNB_REGISTER(register_cross_entropy_bwd("pipe16", SoftmaxPlan::pipe16));
 DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));

@@ -32,6 +32,8 @@ bool register_layernorm(const char* variant, NormPlan plan) {
 }
 
 DNNB_REGISTER(register_layernorm("", NormPlan::pipe));
+DNNB_REGISTER(register_layernorm("pipe4", NormPlan::pipe4));
+DNNB_REGISTER(register_layernorm("pipe16", NormPlan::pipe16));
 DNNB_REGISTER(register_layernorm("packed", NormPlan::packed));
 DNNB_REGISTER(register_layernorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));

@@ -287,30 +287,31 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // rows per block (96 KB) ahead.
 // Not taken (the default plan runs instead): f32 (already at the copy rate with the default),
 // other lengths, unaligned rows.
-inline constexpr int kNormPipeThreads = 256;
-inline constexpr int kNormPipeMinBlocks = 3;  // <= 80 registers (64 spill 36 bytes for bf16)
+// Launch shapes (row_pipe.cuh, RowPipeShape): the default 32 columns per thread and 3 blocks
+// per SM (<= 80 registers; 4 blocks, the "pipe4" variant, spill for bf16); "pipe16" 16 columns
+// per thread in blocks of 512, 2 per SM.
 template <bool kLayerNorm>
 inline constexpr int kNormPipeStages = kLayerNorm ? 2 : 3;
-inline constexpr int64_t kNormPipeMaxCols = kNormPipeThreads * 32;
+inline constexpr int64_t kNormPipeMaxCols = kRowPipeMaxCols;
 
 // Dynamic shared memory of norm_pipe_kernel: the stages, then w, then b (layernorm), each
-// `block` x 32 elements.
-template <typename T, bool kLayerNorm>
+// `block` x kEpt elements.
+template <typename T, bool kLayerNorm, typename Shape>
 inline int norm_pipe_smem_bytes(int block) {
-  return (kNormPipeStages<kLayerNorm> + (kLayerNorm ? 2 : 1)) * block * 32 *
+  return (kNormPipeStages<kLayerNorm> + (kLayerNorm ? 2 : 1)) * block * Shape::kEpt *
          static_cast<int>(sizeof(T));
 }
 
-template <typename T, bool kLayerNorm>
-__global__ void __launch_bounds__(kNormPipeThreads, kNormPipeMinBlocks)
+template <typename T, bool kLayerNorm, typename Shape>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     norm_pipe_kernel(NormArgs<T> a) {
   static_assert(sizeof(T) == 2, "the pipe norm kernel holds 16-bit rows");
   constexpr int W = kVec<T>;
-  constexpr int VPT = 32 / W;
+  constexpr int VPT = Shape::kEpt / W;
   constexpr int S = kNormPipeStages<kLayerNorm>;
   extern __shared__ float4 pipe_smem[];
   const int group = blockDim.x;  // one row per block at a time
-  const int stage_elems = group * 32;
+  const int stage_elems = group * Shape::kEpt;
   T* const stages = reinterpret_cast<T*>(pipe_smem);
   T* const w_smem = stages + S * stage_elems;
   T* const b_smem = w_smem + stage_elems;  // layernorm only
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kNormPipeThreads, kNormPipeMinBlocks)
 }
 
 // Launches norm_pipe_kernel when `a` fits it (see there); false: nothing launched.
-template <typename T, bool kLayerNorm>
+template <typename T, bool kLayerNorm, typename Shape>
 Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a) {
   if constexpr (sizeof(T) != 2) {
     return false;
@@ -428,11 +429,11 @@ Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a
     constexpr int W = kVec<T>;
     if (a.cols <= 32 * 32 || a.cols > kNormPipeMaxCols || a.cols % W != 0 || !a.x.vec)
       return false;
-    const int block = static_cast<int>(round_up(ceil_div(a.cols, 32), 32));
-    const int smem = norm_pipe_smem_bytes<T, kLayerNorm>(block);
-    const int max_smem = norm_pipe_smem_bytes<T, kLayerNorm>(kNormPipeThreads);
-    return launch_persistent_rows(device, norm_pipe_kernel<T, kLayerNorm>, block, smem, max_smem,
-                                  a.rows, a);
+    const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
+    const int smem = norm_pipe_smem_bytes<T, kLayerNorm, Shape>(block);
+    const int max_smem = norm_pipe_smem_bytes<T, kLayerNorm, Shape>(Shape::kThreads);
+    return launch_persistent_rows(device, norm_pipe_kernel<T, kLayerNorm, Shape>, block, smem,
+                                  max_smem, a.rows, a);
   }
 }
 
@@ -447,13 +448,17 @@ enum class NormPlan {
          // 155-169 us against packed's 208-214, rmsnorm 155-157 against 188-190): norm_pipe_kernel
          // where it applies (f16/bf16, persistent blocks, rows prefetched into shared memory
          // with cp.async), every other shape (f32 too) as packed
+  pipe4,   // as pipe with 4 blocks per SM (RowPipe32x4)
+  pipe16,  // as pipe with 16 columns per thread in blocks of up to 512 (RowPipe16x2)
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (plan == NormPlan::pipe) {
-    auto launched = try_launch_norm_pipe<T, kLayerNorm>(device, a);
+  if (plan == NormPlan::pipe || plan == NormPlan::pipe4 || plan == NormPlan::pipe16) {
+    auto launched = plan == NormPlan::pipe4    ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x4>(device, a)
+                    : plan == NormPlan::pipe16 ? try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2>(device, a)
+                                               : try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = NormPlan::packed;

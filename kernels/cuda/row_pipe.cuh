@@ -66,6 +66,22 @@ __device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, i
   cp_async_commit();
 }
 
+// The launch shape of a pipe kernel: kEpt columns per thread (a block of cols / kEpt threads,
+// at most kThreads for rows of 8192 columns) and the blocks per SM its launch bound asks for
+// (registers <= 64K / (kThreads * kMinBlocks)). More warps per SM hide the block reductions'
+// barriers (Nsight Compute on the H200, 2026-11-21: the 16-bit softmax pipe kernel had no
+// eligible warp in 34% of cycles at 21 warps per SM).
+template <int kEptValue, int kMinBlocksValue>
+struct RowPipeShape {
+  static constexpr int kEpt = kEptValue;
+  static constexpr int kThreads = 8192 / kEptValue;
+  static constexpr int kMinBlocks = kMinBlocksValue;
+};
+using RowPipe32x3 = RowPipeShape<32, 3>;  // 256 threads, 3 blocks: <= 80 registers
+using RowPipe32x4 = RowPipeShape<32, 4>;  // 256 threads, 4 blocks: <= 64 registers
+using RowPipe16x2 = RowPipeShape<16, 2>;  // 512 threads, 2 blocks: <= 64 registers
+inline constexpr int64_t kRowPipeMaxCols = 8192;
+
 // Stage index arithmetic without a modulo: the stage after s.
 template <int kStages>
 __device__ __forceinline__ int next_stage(int s) {

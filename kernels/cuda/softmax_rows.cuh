@@ -198,20 +198,11 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // default plan (launch_softmax_rows).
 // Shared memory: f32 2 stages x 32 KB (3 blocks: 192 KB per SM, 2 rows = 64 KB per SM ahead of
 // the 3 being processed); f16/bf16 3 stages x 16 KB (3 blocks: 144 KB, 6 rows = 96 KB ahead).
-// The launch shape of the pipe kernel: kEpt columns per thread (a block of cols / kEpt threads,
-// at most kThreads for 8192 columns) and the blocks per SM its launch bound asks for. The
-// default, 32 columns and 3 blocks (<= 80 registers, as the occ kernel), and two variants with
-// more warps per SM to hide the reductions' barriers (Nsight Compute, H200, 2026-11-21: no warp
-// eligible in 34% of cycles at 21 warps per SM): "pipe4" 32 columns and 4 blocks (<= 64
-// registers), "pipe16" 16 columns in blocks of 512 threads, 2 per SM (<= 64 registers).
-template <int kEptValue, int kMinBlocksValue>
-struct SoftmaxPipeShape {
-  static constexpr int kEpt = kEptValue;
-  static constexpr int kThreads = 8192 / kEptValue;
-  static constexpr int kMinBlocks = kMinBlocksValue;
-};
-using SoftmaxPipeDefault = SoftmaxPipeShape<32, 3>;
-inline constexpr int64_t kSoftmaxPipeMaxCols = 8192;
+// Launch shapes (row_pipe.cuh, RowPipeShape): the default takes 16 columns per thread in blocks
+// of 512 for 16-bit softmax (measured 2026-11-21 as variant "pipe16": bf16 148 us against 159,
+// f16 152 against 159), 32 columns and 4 blocks per SM for 16-bit cross_entropy_bwd ("pipe4": bf16
+// 161 against 173), and 32 columns and 3 blocks for f32 (the variants were not faster there).
+inline constexpr int64_t kSoftmaxPipeMaxCols = kRowPipeMaxCols;
 template <typename T>
 inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 
@@ -348,7 +339,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 }
 
 // Launches softmax_pipe_kernel when `a` fits it (see there); false: nothing launched.
-template <typename T, typename Shape = SoftmaxPipeDefault>
+template <typename T, typename Shape>
 Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
   constexpr int W = kVec<T>;
   constexpr int S = kSoftmaxPipeStages<T>;
@@ -490,8 +481,10 @@ enum class SoftmaxPlan {
              // occ's 435, f16/bf16 161-163 against 283-287 at 16384 x 8192): softmax_pipe_kernel
              // where it applies (persistent blocks, rows prefetched into shared memory with
              // cp.async), every other shape as occ
-  pipe4,     // as pipe with 4 blocks per SM (SoftmaxPipeShape<32, 4>)
-  pipe16,    // as pipe with 16 columns per thread, blocks of up to 512 (SoftmaxPipeShape<16, 2>)
+  pipe32,    // as pipe, 32 columns per thread and 3 blocks per SM for every dtype (RowPipe32x3;
+             // the default's shape for every dtype until 2026-11-21, session 4)
+  pipe4,     // as pipe, 4 blocks per SM (RowPipe32x4)
+  pipe16,    // as pipe, 16 columns per thread in blocks of up to 512 (RowPipe16x2)
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -499,10 +492,12 @@ template <typename T>
 Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe4 || plan == SoftmaxPlan::pipe16) {
-    auto launched = plan == SoftmaxPlan::pipe4    ? try_launch_softmax_pipe<T, SoftmaxPipeShape<32, 4>>(device, a)
-                    : plan == SoftmaxPlan::pipe16 ? try_launch_softmax_pipe<T, SoftmaxPipeShape<16, 2>>(device, a)
-                                                  : try_launch_softmax_pipe<T>(device, a);
+  if (plan == SoftmaxPlan::pipe && sizeof(T) == 2) plan = a.target != nullptr ? SoftmaxPlan::pipe4 : SoftmaxPlan::pipe16;
+  if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
+      plan == SoftmaxPlan::pipe16) {
+    auto launched = plan == SoftmaxPlan::pipe4    ? try_launch_softmax_pipe<T, RowPipe32x4>(device, a)
+                    : plan == SoftmaxPlan::pipe16 ? try_launch_softmax_pipe<T, RowPipe16x2>(device, a)
+                                                  : try_launch_softmax_pipe<T, RowPipe32x3>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = SoftmaxPlan::occ;
