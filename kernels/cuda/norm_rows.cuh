@@ -275,9 +275,11 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 
 // The default ("pipe") plan for f16/bf16 (row_pipe.cuh has the pipeline and why): rows of
 // 1025..8192 columns, x rows 16-byte aligned with cols % 8 == 0, in persistent blocks of
-// cols / 32 threads (<= 256) that keep the next rows of x in flight in shared memory (stages of
-// 16 KB) while the current row is reduced and written. The row math is norm_packed_kernel's (raw
-// vectors, same per-thread order, same reductions): results equal the default's bit for bit.
+// cols / kEpt threads (RowPipeShape) that keep the next rows of x in flight in shared memory
+// (stages of 16 KB) while the current row is reduced and written. The row math is
+// norm_packed_kernel's (raw vectors, same per-thread order, same reductions): with 32 columns per
+// thread ("pipe32") the results equal "packed" bit for bit; the default's 16 columns per thread
+// sum in another order (within the tolerance's rounding of a sum).
 // w and b are copied once per block into shared memory (each thread its own vectors, read back
 // by that thread: no barrier): with the row stages taking most of the SM's shared memory, the L1
 // left could not hold them, and re-reading them from L2 for every row would be as much L2
@@ -287,9 +289,11 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // rows per block (96 KB) ahead.
 // Not taken (the default plan runs instead): f32 (already at the copy rate with the default),
 // other lengths, unaligned rows.
-// Launch shapes (row_pipe.cuh, RowPipeShape): the default 32 columns per thread and 3 blocks
-// per SM (<= 80 registers; 4 blocks, the "pipe4" variant, spill for bf16); "pipe16" 16 columns
-// per thread in blocks of 512, 2 per SM.
+// Launch shapes (row_pipe.cuh, RowPipeShape): the default 16 columns per thread in blocks of 512,
+// 2 per SM (measured 2026-11-21, session 4, as variant "pipe16" at 16384 x 8192: layernorm bf16
+// 160 us against 165, f16 154 against 155; rmsnorm bf16 152 against 157, f16 152 against 156);
+// "pipe32" the earlier 32 columns per thread and 3 blocks per SM (<= 80 registers); "pipe4" 4
+// blocks (<= 64 registers: spills 32-72 bytes for bf16, slower).
 template <bool kLayerNorm>
 inline constexpr int kNormPipeStages = kLayerNorm ? 2 : 3;
 inline constexpr int64_t kNormPipeMaxCols = kRowPipeMaxCols;
@@ -448,17 +452,20 @@ enum class NormPlan {
          // 155-169 us against packed's 208-214, rmsnorm 155-157 against 188-190): norm_pipe_kernel
          // where it applies (f16/bf16, persistent blocks, rows prefetched into shared memory
          // with cp.async), every other shape (f32 too) as packed
+  pipe32,  // as pipe with 32 columns per thread, 3 blocks per SM (RowPipe32x3: the default's
+           // shape until 2026-11-21, session 4)
   pipe4,   // as pipe with 4 blocks per SM (RowPipe32x4)
-  pipe16,  // as pipe with 16 columns per thread in blocks of up to 512 (RowPipe16x2)
+  pipe16,  // as pipe with 16 columns per thread in blocks of up to 512 (RowPipe16x2: the default)
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (plan == NormPlan::pipe || plan == NormPlan::pipe4 || plan == NormPlan::pipe16) {
-    auto launched = plan == NormPlan::pipe4    ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x4>(device, a)
-                    : plan == NormPlan::pipe16 ? try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2>(device, a)
-                                               : try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a);
+  if (plan == NormPlan::pipe || plan == NormPlan::pipe32 || plan == NormPlan::pipe4 ||
+      plan == NormPlan::pipe16) {
+    auto launched = plan == NormPlan::pipe32  ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a)
+                    : plan == NormPlan::pipe4 ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x4>(device, a)
+                                              : try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = NormPlan::packed;

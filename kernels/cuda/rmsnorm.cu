@@ -4,7 +4,9 @@
 // Kernels: kernels/cuda/norm_rows.cuh. Variants: "" (promoted from "pipe" after the H200 run of
 // 2026-11-21, session 3): f16/bf16 rows of 1025..8192 columns, aligned, in persistent blocks
 // that prefetch the next rows into shared memory with cp.async while normalising the current
-// one (norm_pipe_kernel, equal to "packed" bit for bit); f32 and other shapes as "packed".
+// one (norm_pipe_kernel, 16 columns per thread in blocks of 512 since session 4); f32 and other
+// shapes as "packed". "pipe32": the pipe kernel with 32 columns per thread, 3 blocks per SM (the
+// default until session 4, equal to "packed" bit for bit); "pipe4": 4 blocks per SM.
 // "packed" (the default from the first H200 run that day) holds rows of 1025..8192 columns as
 // raw dtype vectors, 3 (f32) or 4 (16-bit) rows per SM, other lengths as "regs"; "regs" (the
 // default before) holds rows up to 16K columns in registers as f32, longer ones in shared
@@ -47,8 +49,8 @@ bool register_rmsnorm(const char* variant, NormPlan plan) {
 }
 
 DNNB_REGISTER(register_rmsnorm("", NormPlan::pipe));
+DNNB_REGISTER(register_rmsnorm("pipe32", NormPlan::pipe32));
 DNNB_REGISTER(register_rmsnorm("pipe4", NormPlan::pipe4));
-DNNB_REGISTER(register_rmsnorm("pipe16", NormPlan::pipe16));
 DNNB_REGISTER(register_rmsnorm("packed", NormPlan::packed));
 DNNB_REGISTER(register_rmsnorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_rmsnorm("smem", NormPlan::smem));
