@@ -30,6 +30,14 @@ inline constexpr Accuracy accuracy_for = Fmt::dtype == DType::f32 ? Accuracy::fu
 
 #define DNNB_EACH _Pragma("GCC unroll 8") for (int k = 0; k < K; ++k)
 
+// f applied to lane k of each argument, for every k: one place for the K-way loop.
+template <int K, class F, class... Args>
+DNNB_AVX512_INLINE Vecs<K> each(F f, const Args&... args) {
+  Vecs<K> r;
+  DNNB_EACH r.v[k] = f(args.v[k]...);
+  return r;
+}
+
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> splat(float c) {
   Vecs<K> r;
@@ -38,45 +46,31 @@ DNNB_AVX512_INLINE Vecs<K> splat(float c) {
 }
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> add(const Vecs<K>& a, const Vecs<K>& b) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_add_ps(a.v[k], b.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_add_ps(x, y); }, a, b);
 }
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> sub(const Vecs<K>& a, const Vecs<K>& b) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_sub_ps(a.v[k], b.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_sub_ps(x, y); }, a, b);
 }
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> mul(const Vecs<K>& a, const Vecs<K>& b) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_mul_ps(a.v[k], b.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_mul_ps(x, y); }, a, b);
 }
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> div(const Vecs<K>& a, const Vecs<K>& b) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_div_ps(a.v[k], b.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_div_ps(x, y); }, a, b);
 }
 template <int K>  // a b + c
 DNNB_AVX512_INLINE Vecs<K> fmadd(const Vecs<K>& a, const Vecs<K>& b, const Vecs<K>& c) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_fmadd_ps(a.v[k], b.v[k], c.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y, __m512 z) DNNB_AVX512_LAMBDA { return _mm512_fmadd_ps(x, y, z); }, a, b, c);
 }
 template <int K>  // c - a b
 DNNB_AVX512_INLINE Vecs<K> fnmadd(const Vecs<K>& a, const Vecs<K>& b, const Vecs<K>& c) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_fnmadd_ps(a.v[k], b.v[k], c.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y, __m512 z) DNNB_AVX512_LAMBDA { return _mm512_fnmadd_ps(x, y, z); }, a, b, c);
 }
 template <int K>  // a b - c
 DNNB_AVX512_INLINE Vecs<K> fmsub(const Vecs<K>& a, const Vecs<K>& b, const Vecs<K>& c) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_fmsub_ps(a.v[k], b.v[k], c.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y, __m512 z) DNNB_AVX512_LAMBDA { return _mm512_fmsub_ps(x, y, z); }, a, b, c);
 }
 // min/max(c, x) return x when x is NaN (VMINPS/VMAXPS return their second operand then).
 template <int K>
@@ -97,9 +91,7 @@ DNNB_AVX512_INLINE Vecs<K> clamp_keep_nan(const Vecs<K>& x, float lo, float hi) 
 }
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> abs(const Vecs<K>& x) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_abs_ps(x.v[k]);
-  return r;
+  return each<K>([](__m512 v) DNNB_AVX512_LAMBDA { return _mm512_abs_ps(v); }, x);
 }
 template <int K>  // -|x|: the sign bit set (one OR)
 DNNB_AVX512_INLINE Vecs<K> neg_abs(const Vecs<K>& x) {
@@ -116,9 +108,7 @@ DNNB_AVX512_INLINE Vecs<K> copy_sign(const Vecs<K>& magnitude, const Vecs<K>& si
 }
 template <int K>  // a 2^floor(b), rounded once (subnormals and Inf as they come)
 DNNB_AVX512_INLINE Vecs<K> scalef(const Vecs<K>& a, const Vecs<K>& b) {
-  Vecs<K> r;
-  DNNB_EACH r.v[k] = _mm512_scalef_ps(a.v[k], b.v[k]);
-  return r;
+  return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_scalef_ps(x, y); }, a, b);
 }
 // 1/d for d >= 1 or d <= -1 (and +-Inf): VRCP14PS (relative error <= 2^-14) and one Newton
 // step (error squared, ~1 ulp of f32 after rounding): 3 uops of latency ~14 where VDIVPS is
