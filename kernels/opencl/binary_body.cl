@@ -47,8 +47,18 @@ kernel void binary_2d(const global dnnb_t* a, long a_off, long a_rs, int a_cs, c
     const float a_scalar = a_cs == 0 ? DNNB_LOAD(arow, 0) : 0.0f;
     const float b_scalar = b_cs == 0 ? DNNB_LOAD(brow, 0) : 1.0f;
     for (int c = (int)get_global_id(0) * DNNB_VW; c < cols; c += (int)get_global_size(0) * DNNB_VW) {
+#if DNNB_ROW_RAW
+      // Both chunk loads as storage bits before either is converted (row_body.cl "raw loads"):
+      // converting a inside its branch made the b load wait for a's on 16-bit data.
+      dnnb_raw_t ra = (dnnb_raw_t)(0), rb = (dnnb_raw_t)(0);
+      if (a_cs != 0) ra = dnnb_raw_load(arow, c, cols, 0.0f);
+      if (b_cs != 0) rb = dnnb_raw_load(brow, c, cols, 1.0f);
+      const dnnb_vec va = a_cs != 0 ? dnnb_raw_get(ra) : (dnnb_vec)(a_scalar);
+      const dnnb_vec vb = b_cs != 0 ? dnnb_raw_get(rb) : (dnnb_vec)(b_scalar);
+#else
       const dnnb_vec va = a_cs != 0 ? dnnb_row_load(arow, c, cols, 0.0f) : (dnnb_vec)(a_scalar);
       const dnnb_vec vb = b_cs != 0 ? dnnb_row_load(brow, c, cols, 1.0f) : (dnnb_vec)(b_scalar);
+#endif
       dnnb_row_store(yrow, c, cols, DNNB_BINARY_V(va, vb));
     }
   }

@@ -86,7 +86,8 @@ bool register_cross_entropy() {
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 146 us with wg128p against 181; f32 best with wg256 (172).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg128p};
-  return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy);
+  return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy,
+                         /*with_raw=*/true);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (c < cols) {
+      if (dnnb_in_row(c, cols)) {
         const dnnb_vec onehot = select((dnnb_vec)(0.0f), (dnnb_vec)(1.0f), (dnnb_ivec)(c) + DNNB_IOTA == target_col);
         const dnnb_vec g = ignored ? (dnnb_vec)(0.0f) : (dnnb_row_lse_exp(cache[k], shift) * inv_s - onehot) * inv_count + bad_target;
         dnnb_row_store(drow, c, cols, g);

@@ -87,7 +87,8 @@ bool register_cross_entropy_bwd() {
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f32 297 us with wg128 against 344, bf16 321 with wg128p against 384.
   const RowDefaults defaults{RowVariant::wg128, RowVariant::wg256, RowVariant::wg128p};
-  return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd);
+  return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd,
+                         /*with_raw=*/true);
 }
 
 }  // namespace

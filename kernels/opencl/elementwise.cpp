@@ -26,7 +26,7 @@ bool two_d(const ClRows& v, cl_long* row_stride) {
 // binary_2d, or false when a, b or y is not a 2-D view it takes.
 Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string& program_name,
                            const std::string& source, const Tensor& a, const ClRows& ar, const Tensor& b,
-                           const ClRows& br, const Tensor& y, const ClRows& yr) {
+                           const ClRows& br, const Tensor& y, const ClRows& yr, bool raw) {
   cl_long a_rs = 0, b_rs = 0, y_rs = 0;
   if (!two_d(ar, &a_rs) || !two_d(br, &b_rs) || !two_d(yr, &y_rs) || yr.col_stride != 1 || yr.cols >= kRowMaxCols)
     return false;
@@ -38,7 +38,9 @@ Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string&
     if (!ok) return ok.status();
     aligned = aligned && *ok;
   }
-  auto kernel = opencl_kernel(device, program_name, source, "binary_2d", row_options(device, dtype, 1, aligned));
+  RowPlan plan;
+  plan.raw = raw;  // variant "raw": DNNB_ROW_RAW=1
+  auto kernel = opencl_kernel(device, program_name, source, "binary_2d", row_options(device, dtype, 1, aligned, plan));
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(a)).add(ar.offset).add(a_rs).add(static_cast<cl_int>(ar.col_stride));
@@ -94,7 +96,8 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
   return launch_elementwise_rows(**device, *kernel, yr->rows, yr->cols, program_name + "/unary_rows");
 }
 
-Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path) {
+Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path,
+                  bool raw) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -124,7 +127,7 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
   if (two_d_path) {
-    auto done = try_binary_2d(**device, call.problem.dtype, program_name, source, *a, *ar, *b, *br, y, *yr);
+    auto done = try_binary_2d(**device, call.problem.dtype, program_name, source, *a, *ar, *b, *br, y, *yr, raw);
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
@@ -158,7 +161,10 @@ bool register_binary(const std::string& op, const char* op_source) {
   return register_opencl(op, float_dtypes(),
                          [op, source](OpCall& call) { return run_binary(call, op, source, true); }) &&
          register_opencl(op, "legacy", float_dtypes(),
-                         [op, source](OpCall& call) { return run_binary(call, op, source, false); });
+                         [op, source](OpCall& call) { return run_binary(call, op, source, false); }) &&
+         // "raw": binary_2d with both chunk loads issued before any conversion (16-bit broadcasts).
+         register_opencl(op, "raw", float_dtypes(),
+                         [op, source](OpCall& call) { return run_binary(call, op, source, true, true); });
 }
 
 }  // namespace dnnb::opencl

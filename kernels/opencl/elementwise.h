@@ -11,8 +11,10 @@ namespace dnnb::opencl {
 // unary_body.cl}). chunks: contiguous x and y take unary_chunks (else unary_flat).
 Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks);
 // y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, row_body.cl,
-// binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows).
-Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path);
+// binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows); raw: binary_2d
+// built with DNNB_ROW_RAW=1 (variant "raw").
+Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path,
+                  bool raw = false);
 
 // Register the default and the "legacy" variant (unary_flat / binary_rows only).
 // f32_default_flat: the f32 default is unary_flat (legacy) and variant "chunks" keeps

@@ -75,7 +75,8 @@ bool register_layernorm() {
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 259 us with wg64p against 342; f32 and f16 best with wg256 (295, 303).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg64p};
-  return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm);
+  return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm,
+                         /*with_raw=*/true);
 }
 
 }  // namespace

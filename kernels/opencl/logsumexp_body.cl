@@ -35,10 +35,18 @@ inline dnnb_vec dnnb_row_lse_exp(dnnb_cache_t e, float shift) {
 inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_cache_t* cache,
                                        float* m_out, local float* scratch) {
   float m = -INFINITY;
+#if DNNB_ROW_RAW
+  dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
+  dnnb_row_fetch(raw, row, cols, -INFINITY);
+#endif
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+#if DNNB_ROW_RAW
+    cache[k] = dnnb_cache_of_raw(raw[k]);
+#else
     const int c = dnnb_chunk_col(k);
     cache[k] = c < cols ? dnnb_cache_load(row, c, cols, -INFINITY) : dnnb_cache_splat(-INFINITY);
+#endif
     m = dnnb_max_nan(m, dnnb_vmax(dnnb_cache_get(cache[k])));
   }
   m = dnnb_row_wg_max(m, scratch);

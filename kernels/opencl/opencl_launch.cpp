@@ -185,11 +185,23 @@ RowPlan row_plan(RowVariant variant) {
       plan.cached = false;
       plan.stream = true;
       break;
+    case RowVariant::wg128r:  // wg128 / wg128p / wg64p with raw loads (DNNB_ROW_RAW)
+      plan = row_plan(RowVariant::wg128);
+      plan.raw = true;
+      break;
+    case RowVariant::wg128pr:
+      plan = row_plan(RowVariant::wg128p);
+      plan.raw = true;
+      break;
+    case RowVariant::wg64pr:
+      plan = row_plan(RowVariant::wg64p);
+      plan.raw = true;
+      break;
   }
   return plan;
 }
 
-std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults) {
+std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults, bool with_raw) {
   std::vector<std::pair<std::string, RowPlans>> list;
   list.emplace_back("", RowPlans{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)});
   const std::pair<const char*, RowVariant> named[] = {{"wg256", RowVariant::wg256}, {"legacy", RowVariant::legacy},
@@ -200,6 +212,18 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
     const RowPlan plan = row_plan(variant);
     list.emplace_back(name, RowPlans{plan, plan, plan});
   }
+  if (with_raw) {
+    // "raw": each dtype's default plan, its chunk loads issued before any conversion.
+    RowPlans raw{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)};
+    raw.f32.raw = raw.f16.raw = raw.bf16.raw = true;
+    list.emplace_back("raw", raw);
+    const std::pair<const char*, RowVariant> raw_named[] = {
+        {"wg128r", RowVariant::wg128r}, {"wg128pr", RowVariant::wg128pr}, {"wg64pr", RowVariant::wg64pr}};
+    for (const auto& [name, variant] : raw_named) {
+      const RowPlan plan = row_plan(variant);
+      list.emplace_back(name, RowPlans{plan, plan, plan});
+    }
+  }
   return list;
 }
 
@@ -208,8 +232,13 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
                                     const RowPlan& plan, const std::string& extra_options) {
   auto aligned = rows_chunk_aligned(device, dtype, views);
   if (!aligned) return aligned.status();
-  auto kernel = opencl_kernel(device, program_name, source, name,
-                              row_options(device, dtype, vecs, *aligned, plan) + extra_options);
+  std::string options = row_options(device, dtype, vecs, *aligned, plan) + extra_options;
+  // Raw plans: a row of exactly `vecs` full chunks per work-item (the first view is the row
+  // every view shares the length of) compiles without bounds tests (DNNB_ROW_EXACT).
+  if (plan.raw && views.size() > 0 &&
+      views.begin()->cols == static_cast<int64_t>(plan.wg) * row_chunk_width(dtype) * vecs)
+    options += " -DDNNB_ROW_EXACT=1";
+  auto kernel = opencl_kernel(device, program_name, source, name, options);
   if (!kernel) return kernel.status();
   auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
@@ -217,9 +246,9 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
 }
 
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run) {
+                     std::string source, RowOpRun run, bool with_raw) {
   bool ok = true;
-  for (const auto& [variant, plans] : row_variants(with_stream, defaults)) {
+  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw)) {
     ok = register_opencl(op, variant, dtypes,
                          [source, plans = plans, run](OpCall& call) {
                            return run(call, source, plans(call.problem.dtype));
@@ -264,7 +293,9 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
   return build_options(device, dtype,
                        "-DDNNB_ROW_WG=" + std::to_string(plan.wg) + " -DDNNB_ROW_VECS=" + std::to_string(vecs) +
                            " -DDNNB_ALIGNED=" + (aligned ? "1" : "0") + " -DDNNB_ROW_PACKED=" + (packed ? "1" : "0") +
-                           " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0"));
+                           " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0") +
+                           // only when set, so the other plans keep their options (and builds)
+                           (plan.raw ? " -DDNNB_ROW_RAW=1" : ""));
 }
 
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {

@@ -105,6 +105,9 @@ struct RowPlan {
   bool packed = false;      // 16-bit rows cached as storage bits (uint4 = 8 columns in 4 registers)
   int max_regs = 64;        // registers of row cache per work-item the plan accepts
   bool stream = false;      // *_rows kernel built with DNNB_ROW_STREAM=1: x re-read (from L2), no cache
+  // DNNB_ROW_RAW=1: a pass loads all its chunks as storage bits before converting any (see
+  // row_body.cl "raw loads"); only softmax, layernorm, rmsnorm and the reductions use it.
+  bool raw = false;
 };
 // One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
 // pick, per dtype, the variant that measured fastest (RowDefaults).
@@ -115,7 +118,7 @@ struct RowPlans {
   }
 };
 // The registered row variants, by name below.
-enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream };
+enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream, wg128r, wg128pr, wg64pr };
 RowPlan row_plan(RowVariant variant);
 // The variant an op's default runs, per dtype.
 struct RowDefaults {
@@ -124,14 +127,16 @@ struct RowDefaults {
   RowVariant bf16 = RowVariant::wg256;
 };
 // (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
-// float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream".
-std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {});
+// float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream"; when
+// with_raw, also "raw" (the defaults' plans with raw loads), "wg128r", "wg128pr", "wg64pr".
+std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {},
+                                                           bool with_raw = false);
 // How a row op runs one call under one plan, its program source given.
 using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
 // Registers `op` once per row variant of row_variants(with_stream, defaults); each call runs
 // with the plan of its dtype. False when a registration failed.
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run);
+                     std::string source, RowOpRun run, bool with_raw = false);
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {
@@ -162,7 +167,8 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
 // CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg = kRowWorkGroup);
 // Kernel `name` of program `program_name`, built by row_options() for `vecs` chunks per item
-// (typed 16-byte accesses when every view is chunk-aligned, `extra_options` appended); nullptr
+// (typed 16-byte accesses when every view is chunk-aligned, `extra_options` appended; for a raw
+// plan, -DDNNB_ROW_EXACT=1 when the first view's cols is plan.wg * chunk width * vecs); nullptr
 // when it cannot run plan.wg items on this device (the caller then takes its other kernel).
 Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& program_name, const std::string& source,
                                     const char* name, DType dtype, int vecs, std::initializer_list<ClRows> views,

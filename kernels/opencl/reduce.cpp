@@ -11,22 +11,29 @@ namespace {
 
 // reduce_chunks, or false when the problem is not one it takes.
 Result<bool> try_reduce_chunks(OpCall& call, OpenCLDevice& device, const std::string& program_name,
-                               const std::string& source, const ClRows& xr, const ClRows& yr, int depth) {
+                               const std::string& source, const ClRows& xr, const ClRows& yr, int depth,
+                               bool raw, size_t wg) {
   const DType dtype = call.problem.dtype;
-  if (!row_fills_work_group(dtype, xr.cols) || xr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
-  auto kernel = row_cached_kernel(device, program_name, source, "reduce_chunks", dtype, 1, {xr}, RowPlan{},
+  if (!row_fills_work_group(dtype, xr.cols, wg) || xr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
+  RowPlan plan;
+  plan.raw = raw;
+  plan.wg = wg;
+  auto kernel = row_cached_kernel(device, program_name, source, "reduce_chunks", dtype, 1, {xr}, plan,
                                   " -DDNNB_REDUCE_DEPTH=" + std::to_string(depth));
   if (!kernel) return kernel.status();
   if (*kernel == nullptr) return false;
   KernelArgs args(*kernel);
   args.add(cl_buffer(call.inputs[0])).add(xr).add(cl_buffer(call.outputs[0])).add(yr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, program_name + "/reduce_chunks"));
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, program_name + "/reduce_chunks", wg));
   return true;
 }
 
 // depth: chunks in flight per work-item in reduce_chunks (4 or 8); 0: reduce_rows only.
-Status run_reduce(OpCall& call, const std::string& program_name, const std::string& source, int depth) {
+// raw: reduce_chunks with DNNB_ROW_RAW=1 (the loads of a step issued before any conversion);
+// wg: its work-group size.
+Status run_reduce(OpCall& call, const std::string& program_name, const std::string& source, int depth,
+                  bool raw = false, size_t wg = kRowWorkGroup) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -45,7 +52,7 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
   auto yr = cl_rows(with_unit_last_dim(y));
   if (!yr) return yr.status();
   if (depth > 0) {
-    auto done = try_reduce_chunks(call, **device, program_name, source, *xr, *yr, depth);
+    auto done = try_reduce_chunks(call, **device, program_name, source, *xr, *yr, depth, raw, wg);
     if (!done) return done.status();
     if (*done) return Status::ok();
   }
@@ -70,7 +77,17 @@ bool register_reduce(const std::string& op, const char* op_source) {
          // "deep": 8 chunks (128 bytes) in flight per work-item, for the 16-bit rows (51-66% of
          // copy at depth 4 on the H200; f32 is at 100% already).
          register_opencl(op, "deep", float_dtypes(),
-                         [op, source](OpCall& call) { return run_reduce(call, op, source, 8); });
+                         [op, source](OpCall& call) { return run_reduce(call, op, source, 8); }) &&
+         // "raw": depth 4, the step's four 16-byte loads issued back to back as storage bits and
+         // converted after (the 16-bit default converts each chunk inside its bounds branch, so
+         // each load waits for the previous one: 51-66% of copy where f32 reaches 100%).
+         register_opencl(op, "raw", float_dtypes(),
+                         [op, source](OpCall& call) { return run_reduce(call, op, source, 4, true); }) &&
+         // "raw128": 128 items per row, 8 chunks per step, raw: a 16-bit row of 8192 columns is
+         // one step of 128 bytes in flight per item (at 256 x 4 a row's 16 KB is also one step,
+         // but then every row pays its reduction for half the bytes of an f32 row's two steps).
+         register_opencl(op, "raw128", float_dtypes(),
+                         [op, source](OpCall& call) { return run_reduce(call, op, source, 8, true, 128); });
 }
 
 }  // namespace dnnb::opencl

@@ -29,10 +29,23 @@ DNNB_ROW_KERNEL void reduce_chunks(const global dnnb_t* x, dnnb_rows xr, global 
     for (int c = dnnb_chunk_col(0); c < cols; c += DNNB_REDUCE_DEPTH * step) {
       // c < cols here; the host keeps cols + DNNB_REDUCE_DEPTH * step inside int.
       dnnb_vec v[DNNB_REDUCE_DEPTH];
+#if DNNB_ROW_RAW
+      // All chunks of the step inside the row: the loads back to back as storage bits, then
+      // the conversions (see "raw loads" in row_body.cl); else the bounds-checked path below.
+      if (c + (DNNB_REDUCE_DEPTH - 1) * step + DNNB_VW <= cols) {
+        dnnb_raw_t raw[DNNB_REDUCE_DEPTH];
 #pragma unroll
-      for (int j = 0; j < DNNB_REDUCE_DEPTH; ++j)
-        v[j] = c + j * step < cols ? DNNB_REDUCE_MAPV(dnnb_row_load(xrow, c + j * step, cols, DNNB_REDUCE_IDENTITY))
-                                   : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
+        for (int j = 0; j < DNNB_REDUCE_DEPTH; ++j) raw[j] = dnnb_raw_full(xrow + c + j * step);
+#pragma unroll
+        for (int j = 0; j < DNNB_REDUCE_DEPTH; ++j) v[j] = DNNB_REDUCE_MAPV(dnnb_raw_get(raw[j]));
+      } else
+#endif
+      {
+#pragma unroll
+        for (int j = 0; j < DNNB_REDUCE_DEPTH; ++j)
+          v[j] = c + j * step < cols ? DNNB_REDUCE_MAPV(dnnb_row_load(xrow, c + j * step, cols, DNNB_REDUCE_IDENTITY))
+                                     : (dnnb_vec)(DNNB_REDUCE_IDENTITY);
+      }
 #pragma unroll
       for (int width = DNNB_REDUCE_DEPTH / 2; width > 0; width /= 2)
 #pragma unroll

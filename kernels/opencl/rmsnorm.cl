@@ -17,11 +17,19 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
     dnnb_cache_t cache[DNNB_ROW_VECS];
+#if DNNB_ROW_RAW
+    dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
+    dnnb_row_fetch(raw, xrow, cols, 0.0f);
+#endif
     float q = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+#if DNNB_ROW_RAW
+      cache[k] = dnnb_cache_of_raw(raw[k]);
+#else
       const int c = dnnb_chunk_col(k);
       cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
+#endif
       const dnnb_vec v = dnnb_cache_get(cache[k]);
       q += dnnb_vsum(v * v);
     }
@@ -29,7 +37,7 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (c < cols) {
+      if (dnnb_in_row(c, cols)) {
         const dnnb_vec vw = dnnb_row_load(wrow, c, cols, 0.0f) + weight_bias;
         dnnb_row_store(yrow, c, cols, dnnb_cache_get(cache[k]) * inv_rms * vw);
       }

@@ -74,7 +74,8 @@ bool register_rmsnorm() {
   // (docs/opencl.md): f16 203 us with wg128 against 268, bf16 173 with wg128p against 306; f32
   // even (270-272).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128p};
-  return register_row_op("rmsnorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_rmsnorm);
+  return register_row_op("rmsnorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_rmsnorm,
+                         /*with_raw=*/true);
 }
 
 }  // namespace

@@ -22,6 +22,18 @@
 #if (DNNB_ROW_WG % 16) != 0
 #error "DNNB_ROW_WG must be a multiple of 16 (two-level reduction)"
 #endif
+//   -DDNNB_ROW_EXACT=1   (raw plans only) the host proved cols == DNNB_ROW_WG * DNNB_VW *
+//                        DNNB_ROW_VECS for every row (e.g. 8192 columns): every chunk of every
+//                        work-item is full and inside the row, so the row kernels drop all bounds
+//                        tests and their loads are straight-line code (see "raw loads").
+#ifndef DNNB_ROW_EXACT
+#define DNNB_ROW_EXACT 0
+#endif
+#if DNNB_ROW_EXACT
+#define dnnb_in_row(c, cols) 1
+#else
+#define dnnb_in_row(c, cols) ((c) < (cols))
+#endif
 
 #if defined(DNNB_F32)
 #define DNNB_VW 4
@@ -88,7 +100,7 @@ inline void dnnb_vstore_unaligned(float8 v, global ushort* p) { vstore8(as_ushor
 // Columns c..c+DNNB_VW-1 of `row`; those at or past `cols` read as `fill` and are never
 // touched in memory (the last chunk of a row may be partial: scalar loads, bounds checked).
 inline dnnb_vec dnnb_row_load(const global dnnb_t* row, int c, int cols, float fill) {
-  if (c + DNNB_VW <= cols) return dnnb_vload_full(row + c);
+  if (DNNB_ROW_EXACT || c + DNNB_VW <= cols) return dnnb_vload_full(row + c);
   float part[DNNB_VW];
   for (int j = 0; j < DNNB_VW; ++j) part[j] = c + j < cols ? DNNB_LOAD(row, c + j) : fill;
 #if DNNB_VW == 4
@@ -99,7 +111,7 @@ inline dnnb_vec dnnb_row_load(const global dnnb_t* row, int c, int cols, float f
 }
 
 inline void dnnb_row_store(global dnnb_t* row, int c, int cols, dnnb_vec v) {
-  if (c + DNNB_VW <= cols) {
+  if (DNNB_ROW_EXACT || c + DNNB_VW <= cols) {
     dnnb_vstore_full(v, row + c);
     return;
   }
@@ -125,7 +137,8 @@ inline void dnnb_row_store(global dnnb_t* row, int c, int cols, dnnb_vec v) {
 #if DNNB_ROW_PACKED && DNNB_VW != 8
 #error "DNNB_ROW_PACKED is for 16-bit storage only"
 #endif
-#if DNNB_ROW_PACKED
+// 16-bit chunks as storage bits (the packed cache and the raw loads below).
+#if DNNB_VW == 8
 #if DNNB_ALIGNED
 inline uint4 dnnb_vload_bits(const global dnnb_t* p) { return *(const global uint4*)p; }
 #else
@@ -142,6 +155,8 @@ inline uint4 dnnb_pack(float8 v) {
 #define dnnb_unpack dnnb_bf16x8_widen
 #define dnnb_pack dnnb_bf16x8_narrow
 #endif
+#endif
+#if DNNB_ROW_PACKED
 typedef uint4 dnnb_cache_t;
 // A partial last chunk is loaded element-wise and packed: exact, as its values came from
 // storage and `fill` (0 or -inf) is representable.
@@ -158,11 +173,69 @@ typedef dnnb_vec dnnb_cache_t;
 #define dnnb_cache_get(e) (e)
 #endif
 
-// Columns c..c+DNNB_VW-1 that lie inside the row: all-ones lanes (as select() wants) where so.
-inline dnnb_ivec dnnb_row_inside(int c, int cols) { return ((dnnb_ivec)(c) + DNNB_IOTA) < (dnnb_ivec)(cols); }
+// ---- raw loads (DNNB_ROW_RAW=1) --------------------------------------------------------------
+// NVIDIA's PTX of the 16-bit kernels (sum bf16, layernorm f16) showed each chunk's 16-byte load
+// (ld.global.v4.u32) followed, inside the chunk's bounds branch, by its conversion (shl/and for
+// bf16, cvt.f32.f16 for f16): the warp waits for that load before it reaches the next chunk's
+// branch, so a pass has one load in flight per work-item where f32 (nothing to convert inside
+// the branch) has them all. dnnb_raw_t is the chunk as it is stored (float4 for f32, uint4 bits
+// for 16-bit); dnnb_row_fetch loads all of a work-item's chunks first (one branch for the
+// common all-inside case, then plain loads), dnnb_raw_get converts afterwards. Exact: a
+// partial last chunk is packed from its values and `fill` (0 or -inf, representable).
+#ifndef DNNB_ROW_RAW
+#define DNNB_ROW_RAW 0
+#endif
+// dnnb_raw_load: one chunk, bounds-checked. (clang for nvptx, tried here, merges the two arms
+// of dnnb_row_fetch back into one bounds branch per chunk, the conversion inside it again; only
+// DNNB_ROW_EXACT rows, with no branch at all, are sure to issue all loads first.)
+#if DNNB_VW == 8
+typedef uint4 dnnb_raw_t;
+#define dnnb_raw_full dnnb_vload_bits
+#define dnnb_raw_get(r) dnnb_unpack(r)
+#define dnnb_raw_splat(fill) dnnb_pack((float8)(fill))
+inline uint4 dnnb_raw_load(const global dnnb_t* row, int c, int cols, float fill) {
+  if (DNNB_ROW_EXACT || c + DNNB_VW <= cols) return dnnb_vload_bits(row + c);
+  return dnnb_pack(dnnb_row_load(row, c, cols, fill));
+}
+#else
+typedef float4 dnnb_raw_t;
+#define dnnb_raw_full dnnb_vload_full
+#define dnnb_raw_get(r) (r)
+#define dnnb_raw_splat(fill) ((float4)(fill))
+#define dnnb_raw_load dnnb_row_load
+#endif
+#if DNNB_ROW_PACKED
+#define dnnb_cache_of_raw(r) (r)
+#else
+#define dnnb_cache_of_raw(r) dnnb_raw_get(r)
+#endif
 
 // First column of chunk k of this work-item.
 inline int dnnb_chunk_col(int k) { return (k * DNNB_ROW_WG + (int)get_local_id(0)) * DNNB_VW; }
+
+// This work-item's DNNB_ROW_VECS chunks of `row`, every load issued before any is converted;
+// chunks past the row end are `fill`.
+inline void dnnb_row_fetch(private dnnb_raw_t* raw, const global dnnb_t* row, int cols, float fill) {
+  if (DNNB_ROW_EXACT || dnnb_chunk_col(DNNB_ROW_VECS - 1) + DNNB_VW <= cols) {
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) raw[k] = dnnb_raw_full(row + dnnb_chunk_col(k));
+  } else {
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      const int c = dnnb_chunk_col(k);
+      raw[k] = c < cols ? dnnb_raw_load(row, c, cols, fill) : dnnb_raw_splat(fill);
+    }
+  }
+}
+
+// Columns c..c+DNNB_VW-1 that lie inside the row: all-ones lanes (as select() wants) where so.
+inline dnnb_ivec dnnb_row_inside(int c, int cols) {
+#if DNNB_ROW_EXACT
+  return (dnnb_ivec)(-1);
+#else
+  return ((dnnb_ivec)(c) + DNNB_IOTA) < (dnnb_ivec)(cols);
+#endif
+}
 
 // ---- horizontal reductions of one chunk ---------------------------------------------------
 #if DNNB_VW == 4

@@ -41,11 +41,16 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     // cache), so each element takes two exps instead of one: the price of half the registers.
     dnnb_cache_t cache[DNNB_ROW_VECS];
     float m = -INFINITY;
+#if DNNB_ROW_RAW
+    dnnb_row_fetch(cache, xrow, cols, 0.0f);  // all loads first (row_body.cl "raw loads")
+#endif
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
+#if !DNNB_ROW_RAW
       cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
-      if (c < cols)
+#endif
+      if (dnnb_in_row(c, cols))
         m = dnnb_max_nan(m, dnnb_vmax(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols,
                                                    scale, softcap)));
     }
@@ -55,7 +60,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (c < cols)
+      if (dnnb_in_row(c, cols))
         s += dnnb_vsum(exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
                                         softcap) - shift));
     }
@@ -64,7 +69,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (c < cols)
+      if (dnnb_in_row(c, cols))
         dnnb_row_store(yrow, c, cols,
                        exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
                                         softcap) - shift) * inv_s);
@@ -72,6 +77,18 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
 #else
     dnnb_vec cache[DNNB_ROW_VECS];
     float m = -INFINITY;
+#if DNNB_ROW_RAW
+    // All of x's loads first, then z (row_body.cl "raw loads"); softmax_z_of gives -inf to the
+    // columns past the row end, as the branch below does.
+    dnnb_raw_t raw[DNNB_ROW_VECS];
+    dnnb_row_fetch(raw, xrow, cols, 0.0f);
+#pragma unroll
+    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+      cache[k] = softmax_z_of(dnnb_raw_get(raw[k]), mrow, mask_mode, mask_scalar, dnnb_chunk_col(k), cols, scale,
+                              softcap);
+      m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+    }
+#else
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
@@ -79,6 +96,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
                           : (dnnb_vec)(-INFINITY);
       m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
     }
+#endif
     m = dnnb_row_wg_max(m, scratch);
     // A fully masked row (m = -inf): exp(-inf - 0) = 0 everywhere, and y = 0 as SDPA gives.
     const float shift = m == -INFINITY ? 0.0f : m;
@@ -93,7 +111,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (c < cols) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
+      if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
     }
 #endif
   }

@@ -84,7 +84,8 @@ bool register_softmax() {
   // (docs/opencl.md): f16 293 us and bf16 325 with wg128 against 340 and 376 with wg256; f32 wg256
   // 432 (stream 412: within the short runs' noise).
   const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128};
-  return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax);
+  return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax,
+                         /*with_raw=*/true);
 }
 
 }  // namespace
