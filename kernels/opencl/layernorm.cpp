@@ -74,7 +74,9 @@ bool register_layernorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::layernorm});
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 259 us with wg64p against 342; f32 and f16 best with wg256 (295, 303).
-  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg64p};
+  // bf16: wg64p with raw loads (H200, 2026-11-21, session 4: 151.5 us against wg64p's 261 at
+  // 16384 x 8192, 85% of copy; checked on NVIDIA's OpenCL as variant "raw").
+  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg64pr};
   return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm,
                          /*with_raw=*/true);
 }
