@@ -4,7 +4,8 @@
 # device tool brings it back).
 #   bash ci/gpu/run-h200.sh check variants opencl cpu anchors report
 # Steps:
-#   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference; every
+#   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference, "" none:
+#             ctest only; every
 #             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"; "opencl/"
 #             is the defaults only; CHECK_CAP seconds per backend, default 240); ctest unless
 #             NO_CTEST=1
@@ -63,7 +64,7 @@ for step in "$@"; do
   case $step in
   check)
     log check
-    for backend in ${CHECK_BACKENDS:-cuda opencl avx512 onednn reference}; do
+    for backend in ${CHECK_BACKENDS-cuda opencl avx512 onednn reference}; do
       tag=${backend//\//_}  # "opencl/" (the default only) -> check-opencl_.txt
       timeout "${CHECK_CAP:-240}" $bin check --backend "$backend" ${CHECK_ARGS:-} --json "$OUT/check-$tag.json" > "$OUT/check-$tag.txt" 2>&1
       echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$tag.txt" | head -c 300)"
