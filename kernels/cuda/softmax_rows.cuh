@@ -110,6 +110,18 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
   store_vec<T, I>(y_row, a.y, c, end, o);
 }
 
+// The row's largest z over the block (group threads, VPT x W values each); -INFINITY when every z
+// is -inf (a fully masked row). Shared by the register and pipe kernels.
+template <int VPT, int W>
+__device__ __forceinline__ float block_row_max(const float (&z)[VPT][W], int group, float* scratch) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
+  return group_reduce(m, MaxOp{}, -INFINITY, group, scratch);
+}
+
 // Register-resident rows: EPT elements per thread, `group` threads per row. The body is shared
 // by softmax_regs_kernel and softmax_regs_occ_kernel, which differ in their launch bounds and
 // in kFastExp: exp_shifted_16bit (cuda_common.cuh) instead of expf, only ever for f16/bf16.
@@ -132,12 +144,7 @@ __device__ __forceinline__ void softmax_regs_rows(const SoftmaxArgs<T>& a) {
   for (int j = 0; j < VPT; ++j)
     load_logits<T, int>(z[j], a, x_row, mask_row, (j * group + t) * W, cols);
 
-  float m = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j)
-#pragma unroll
-    for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
-  m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
+  const float m = block_row_max(z, group, scratch[0]);
   const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
 
   const float shift_log2e = shift * kLog2e;  // kFastExp: one rounding shared by the row
@@ -278,12 +285,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
       }
     }
 
-    float m = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < VPT; ++j)
-#pragma unroll
-      for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
-    m = group_reduce(m, MaxOp{}, -INFINITY, group, scratch[0]);
+    const float m = block_row_max(z, group, scratch[0]);
     const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
     // Plain 16-bit: exp(scale * (x - max x)) = 2^(x * c - max x * c), c = scale * log2(e).
     const float exp_mul = kPlain && kFastExp ? a.scale * kLog2e : kLog2e;
