@@ -1,6 +1,8 @@
 // Devices as the core sees them: an id, what they can do, and a runtime that owns memory on
 // them. The core includes no CUDA or OpenCL header; devices/ implements these interfaces.
 #pragma once
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -58,6 +60,28 @@ class DeviceTimer {
   // the host to queue the work, so the time may include the host's launch path (a GPU timer
   // queues its start mark behind a device-side wait to prevent that; see cuda_timer.cpp).
   virtual bool late() const { return false; }
+};
+
+// How long a GPU timer's device-side wait ahead of its start mark lasts (docs/bench.md, "Device
+// time only"): twice the host's time for the previous start..stop span, so the host has queued
+// the timed work before the device reaches the start mark, whatever the caller times (one
+// launch or a batch of hundreds); at least kMinSeconds (a launch and two marks take 5-10 us in
+// the GPU machine's VM), at most kMaxSeconds.
+class TimerLead {
+ public:
+  static constexpr double kMinSeconds = 20e-6;
+  static constexpr double kMaxSeconds = 0.2;
+  double seconds() const { return seconds_; }
+  // Call when start() has queued the start mark, and when stop() has queued the stop mark.
+  void host_started() { host_start_ = std::chrono::steady_clock::now(); }
+  void host_stopped() {
+    const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start_).count();
+    seconds_ = std::clamp(2 * span, kMinSeconds, kMaxSeconds);
+  }
+
+ private:
+  double seconds_ = kMinSeconds;
+  std::chrono::steady_clock::time_point host_start_;
 };
 
 class DeviceRuntime {

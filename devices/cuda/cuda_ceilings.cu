@@ -173,9 +173,6 @@ Result<int> full_grid(const CudaDevice& cuda, int threads) {
   return std::max(1, cuda.sm_count()) * std::max(1, *per_sm / threads);
 }
 
-
-
-
 // A fixed batch of back-to-back empty launches per sample, timed by the event timer behind its
 // lead (cuda_timer.cpp): the device's own cost of a kernel in a stream of tiny kernels, which
 // the host's launch path does not enter. Fixed rather than calibrated per run (a count that

@@ -5,22 +5,15 @@
 // VM, more when it is busy). That wait would be timed as if it were the kernel's: ~2% of a
 // 160 us kernel, most of a 3 us one, and it moves with the host's load. So start() first queues
 // a one-thread spin kernel (CudaDevice::enqueue_spin) long enough for the host to queue
-// everything up to stop(): the events then bracket device work alone. The lead is twice the
-// host time of the previous start..stop span (at least kMinLeadNs), so it follows what the
-// caller times (one launch, or a batch of thousands); stop() checks whether the GPU had already
+// everything up to stop(): the events then bracket device work alone. The lead (TimerLead,
+// core/device.h) follows the host's previous start..stop span; stop() checks whether the GPU had already
 // passed the start event when the host finished (late(): the lead was too short, the sample
 // may hold host gaps) and callers that care take that sample again.
-#include <algorithm>
-#include <chrono>
-
 #include "devices/cuda/cuda_device.h"
 
 namespace dnnb {
 
 namespace {
-constexpr double kMinLeadNs = 20e3;   // a launch and two event records take 5-10 us in the VM
-constexpr double kMaxLeadNs = 200e6;  // a cap for callers that queue for a long time
-
 class CudaEventTimer final : public DeviceTimer {
  public:
   explicit CudaEventTimer(const CudaDevice& device) : device_(device) {}
@@ -35,14 +28,14 @@ class CudaEventTimer final : public DeviceTimer {
     return Status::ok();
   }
   Status start() override {
-    DNNB_TRY(device_.enqueue_spin(static_cast<unsigned long long>(lead_ns_)));
+    DNNB_TRY(device_.enqueue_spin(static_cast<unsigned long long>(lead_.seconds() * 1e9)));
     DNNB_CUDA_TRY(cudaEventRecord(start_, device_.stream()));
-    host_start_ = std::chrono::steady_clock::now();
+    lead_.host_started();
     return Status::ok();
   }
   Status stop() override {
     DNNB_CUDA_TRY(cudaEventRecord(stop_, device_.stream()));
-    const double host_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - host_start_).count();
+    lead_.host_stopped();
     const cudaError_t reached = cudaEventQuery(start_);
     if (reached == cudaErrorNotReady) {
       (void)cudaGetLastError();  // "not ready" is the expected answer, not a failure to keep
@@ -51,7 +44,6 @@ class CudaEventTimer final : public DeviceTimer {
       DNNB_CUDA_TRY(reached);
       late_ = true;
     }
-    lead_ns_ = std::clamp(2 * host_ns, kMinLeadNs, kMaxLeadNs);
     return Status::ok();
   }
   Result<double> elapsed_ms() override {
@@ -67,9 +59,8 @@ class CudaEventTimer final : public DeviceTimer {
   const CudaDevice& device_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
-  double lead_ns_ = kMinLeadNs;
+  TimerLead lead_;
   bool late_ = false;
-  std::chrono::steady_clock::time_point host_start_;
 };
 }  // namespace
 

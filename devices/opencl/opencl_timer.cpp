@@ -2,22 +2,17 @@
 // time is the device's (CL_PROFILING_COMMAND_END of the start and stop markers).
 //
 // As on CUDA (devices/cuda/cuda_timer.cpp says why), the start marker is queued behind a
-// device-side wait (OpenCLDevice::enqueue_spin) of twice the host's previous start..stop span,
+// device-side wait (OpenCLDevice::enqueue_spin) of twice the host's previous start..stop span
+// (TimerLead, core/device.h),
 // so that a driver that submits each command at once has the whole batch queued before the
 // device reaches the start marker; one that holds commands until the flush submits them
 // together either way. stop() asks whether the start marker had already completed before the
 // flush (late(): the device may have waited for the host inside the timed span).
-#include <algorithm>
-#include <chrono>
-
 #include "devices/opencl/opencl_device.h"
 
 namespace dnnb {
 
 namespace {
-constexpr double kMinLeadS = 20e-6;
-constexpr double kMaxLeadS = 0.2;
-
 class OpenCLMarkerTimer final : public DeviceTimer {
  public:
   // lead_device == nullptr: no wait ahead of the start marker.
@@ -25,19 +20,18 @@ class OpenCLMarkerTimer final : public DeviceTimer {
   ~OpenCLMarkerTimer() override { reset(); }
   Status start() override {
     reset();
-    if (lead_device_ != nullptr) DNNB_TRY(lead_device_->enqueue_spin(lead_s_));
+    if (lead_device_ != nullptr) DNNB_TRY(lead_device_->enqueue_spin(lead_.seconds()));
     DNNB_CL_TRY(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &start_));
-    host_start_ = std::chrono::steady_clock::now();
+    lead_.host_started();
     return Status::ok();
   }
   Status stop() override {
     DNNB_CL_TRY(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &stop_));
     if (lead_device_ != nullptr) {
-      const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start_).count();
+      lead_.host_stopped();
       cl_int status = CL_QUEUED;
       DNNB_CL_TRY(clGetEventInfo(start_, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr));
       late_ = status == CL_COMPLETE;
-      lead_s_ = std::clamp(2 * host_s, kMinLeadS, kMaxLeadS);
     }
     DNNB_CL_TRY(clFlush(queue_));
     return Status::ok();
@@ -63,9 +57,8 @@ class OpenCLMarkerTimer final : public DeviceTimer {
   cl_command_queue queue_;
   cl_event start_ = nullptr;
   cl_event stop_ = nullptr;
-  double lead_s_ = kMinLeadS;
+  TimerLead lead_;
   bool late_ = false;
-  std::chrono::steady_clock::time_point host_start_;
 };
 }  // namespace
 
