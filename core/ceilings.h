@@ -6,6 +6,7 @@
 //
 // Probe names are fixed so that bench and report can ask for them:
 //   empty_launch_s            an empty kernel launch on the device (what a tiny op cannot go under)
+//   graph_launch_s            an empty kernel as a node of a CUDA graph (CUDA: the launch floor in graphs)
 //   host_launch_s             the host's time to launch one (GPUs; the host's figure, not the device's)
 //   dram_copy_bytes_per_s     device-to-device copy, bytes read + written, working set >> caches
 //   dram_read_bytes_per_s     read-only stream (a reduction the compiler cannot drop)

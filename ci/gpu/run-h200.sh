@@ -18,7 +18,8 @@
 #             $OUT/rebench.tgz; REBENCH_ARGS adds bench flags, e.g. "--size 16384x8192"
 #   reference the float64 reference at 64x8192 on the host CPU ($OUT/bench-reference.json)
 #   verify    per-op check of VERIFY_BACKENDS with a fallback to .fallback/kernels/<backend>
-#   ncu       NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex, NCU_SASS objects)
+#   ncu       NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex, NCU_SASS objects,
+#             NCU_SOURCE=1 the per-instruction page)
 #   opencl-dump  DUMP_OPS="op:dtype ..." build logs and PTX of those ops' NVIDIA OpenCL programs
 #   roofline  the measured ceilings of every device ($OUT/ceilings.json); ROOFLINE_RUNS=2 runs it
 #             twice and prints the run-to-run differences (ci/gpu/roofline_repeat.py)
@@ -150,7 +151,8 @@ for step in "$@"; do
   ncu)
     # NCU_CASES="case;case;..." profiles one launch of each case's kernel (names matching
     # NCU_KERNELS, a regex) with Nsight Compute (--set full, clocks left alone), and writes the
-    # SASS of NCU_SASS objects (e.g. "softmax layernorm"); all in $OUT/ncu.tgz.
+    # SASS of NCU_SASS objects (e.g. "softmax layernorm"); NCU_SOURCE=1 adds each kernel's
+    # per-instruction page (<case>-sass.csv; ci/gpu/sass_stats.py sums it); all in $OUT/ncu.tgz.
     log "ncu: ${NCU_CASES:-nothing}"
     mkdir -p /tmp/ncu
     ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -158,9 +160,13 @@ for step in "$@"; do
     for c in "${cases[@]}"; do
       tag=$(echo "$c" | tr -c 'a-zA-Z0-9_.=-' '_')
       timeout 150 "$ncu_bin" --clock-control none --set full --import-source no -k "regex:${NCU_KERNELS:-.}" \
-        --launch-skip "${NCU_SKIP:-3}" --launch-count 1 $bin bench --case "$c" --repetitions 2 --warmup 1 \
-        --min-time 0.00001 --max-time 0 > "/tmp/ncu/$tag.txt" 2>&1
+        --launch-skip "${NCU_SKIP:-3}" --launch-count 1 ${NCU_SOURCE:+-o /tmp/ncu/$tag -f} $bin bench --case "$c" \
+        --repetitions 2 --warmup 1 --min-time 0.00001 --max-time 0 > "/tmp/ncu/$tag.txt" 2>&1
       echo "  ncu $c: exit $?, $(grep -c . "/tmp/ncu/$tag.txt") lines"
+      if [ -n "${NCU_SOURCE:-}" ]; then  # per-instruction page: executions and stall reasons of each SASS line
+        timeout 60 "$ncu_bin" -i "/tmp/ncu/$tag.ncu-rep" --page source --csv --print-source sass > "/tmp/ncu/$tag-sass.csv" 2>&1
+        echo "  source page: exit $?"; rm -f "/tmp/ncu/$tag.ncu-rep"
+      fi
     done
     for obj in ${NCU_SASS:-}; do
       f=$(find build/gpu -name "$obj.cu.o" | head -1)

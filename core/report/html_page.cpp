@@ -106,6 +106,7 @@ std::string probe_title(const std::string& probe) {
   static const std::map<std::string, std::string> kNames = {
       {"dram_copy_bytes_per_s", "DRAM copy"}, {"dram_read_bytes_per_s", "DRAM read"},
       {"cache_read_bytes_per_s", "cache read"}, {"empty_launch_s", "empty launch"},
+      {"graph_launch_s", "empty launch in a CUDA graph"},
       {"host_launch_s", "host time per launch"}};
   auto it = kNames.find(probe);
   if (it != kNames.end()) return it->second;
@@ -147,9 +148,10 @@ std::string ceilings_table(const ReportModel& model, const HardwareGroup& group)
     for (const auto& [probe, value] : d.measured)
       if (ends_with(probe, "_flops_per_s")) order.push_back(probe);
     for (const auto& [probe, value] : d.measured)
-      if (std::find(order.begin(), order.end(), probe) == order.end() && probe != "empty_launch_s" && probe != "host_launch_s")
+      if (std::find(order.begin(), order.end(), probe) == order.end() && probe != "empty_launch_s" && probe != "graph_launch_s" &&
+          probe != "host_launch_s")
         order.push_back(probe);
-    for (const char* probe : {"empty_launch_s", "host_launch_s"})
+    for (const char* probe : {"empty_launch_s", "graph_launch_s", "host_launch_s"})
       if (d.measured.count(probe)) order.push_back(probe);
     for (const auto& probe : order) {
       const CeilingValue& value = d.measured.at(probe);

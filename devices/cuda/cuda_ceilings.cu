@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,39 @@ Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& opti
                                     SampleKind::time);
 }
 
+// The same empty kernel as kEmptyLaunches nodes of one CUDA graph, one graph launch per sample:
+// the device's cost of a kernel whose launch the graph prepared. Unlike the stream figure above,
+// which sits at a different level in each process (1.25-1.42 us on the H200's legacy stream,
+// 1.43-1.64 us on created streams, each level steady within 0.1% inside its process: the stream's
+// own path to the GPU, not the GPU), this one repeated to 0.01% across processes (0.681 us,
+// 2026-11-21, session 5): the launch floor of a device, for ops that run in graphs.
+Result<ProbeResult> graph_launch(DeviceRuntime& device, const ProbeOptions& options) {
+  auto cuda = cuda_of(device);
+  if (!cuda) return cuda.status();
+  const ProbePlan plan = options.quick ? ProbePlan{2, 5, 0} : ProbePlan{5, 41, 0};
+  const long long count = options.quick ? kEmptyLaunches / 10 : kEmptyLaunches;
+  cudaStream_t stream = (*cuda)->stream();
+  cudaGraph_t graph = nullptr;
+  DNNB_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = launch_empty(stream, count);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);  // always ends the capture
+  DNNB_TRY(captured);
+  DNNB_CUDA_TRY(ended);
+  std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> graph_owner(graph, cudaGraphDestroy);
+  cudaGraphExec_t exec = nullptr;
+  DNNB_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> exec_owner(exec, cudaGraphExecDestroy);
+  auto ms = time_probe_samples(**cuda, plan, [&]() -> Status {
+    DNNB_CUDA_TRY(cudaGraphLaunch(exec, stream));
+    return Status::ok();
+  });
+  if (!ms) return ms.status();
+  for (double& m : *ms) m = m * 1e-3 / static_cast<double>(count);
+  return probe_result_from_samples(std::move(*ms), "empty kernel <<<1, 32>>> as " + std::to_string(count) +
+                                                       " nodes of one CUDA graph, one graph launch per sample, CUDA events",
+                                   SampleKind::time);
+}
+
 // The host's side of the same stream of launches: host time per cudaLaunchKernel while the
 // queue has room (the GPU drains it faster than the host fills it). A property of the host
 // CPU and driver, not of the GPU: on a shared VM it moves with the other tenants.
@@ -315,6 +349,14 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
                    "x256 threads, one sum written per block, " + std::to_string(kLaunches) + " launches per sample");
 }
 
+// The L2 read rate depends on where a buffer lands: on the H200 one process's allocations of the
+// same size read at 8.61-8.85 TB/s (2.7% apart, 2026-11-21, session 5), each steady within 0.1%,
+// which moved a one-buffer figure 1.2-2.5% between runs. So the samples are spread over
+// kCacheAllocations buffers, all held at once (each lands elsewhere), and pooled: the median
+// is the typical placement's rate, repeatable within 0.5% between processes where one buffer
+// was not, and the spread shows the placements' range.
+constexpr int kCacheAllocations = 6;
+
 Result<ProbeResult> cache_read(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
@@ -327,26 +369,42 @@ Result<ProbeResult> cache_read(DeviceRuntime& device, const ProbeOptions& option
   // Half the L2, in whole rounds of four 16-byte loads per thread of the grid.
   const size_t round = static_cast<size_t>(*blocks) * 256 * 4 * 16;
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(*l2) / 2 / round) * round;
-  auto src = (*cuda)->allocate(bytes);
-  if (!src) return src.status();
   auto partials = (*cuda)->allocate(sizeof(unsigned) * *blocks);
   if (!partials) return partials.status();
   cudaStream_t stream = (*cuda)->stream();
-  DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, bytes, stream));
+  const int allocations = options.quick ? 2 : kCacheAllocations;
+  std::vector<BufferPtr> buffers;
+  for (int a = 0; a < allocations; ++a) {
+    auto src = (*cuda)->allocate(bytes);
+    if (!src) return src.status();
+    DNNB_CUDA_TRY(cudaMemsetAsync((*src)->handle, 1, bytes, stream));
+    buffers.push_back(std::move(*src));
+  }
+  const void* src = nullptr;
   auto launch = [&](long long passes) -> Status {
-    cache_read_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>((*src)->handle), bytes / 16,
+    cache_read_kernel<<<*blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), bytes / 16,
                                                    static_cast<int>(passes), static_cast<unsigned*>((*partials)->handle));
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   };
+  src = buffers.front()->handle;
   auto passes = calibrate_probe_count(**cuda, plan.sample_s, 40, launch);
   if (!passes) return passes.status();
   const long long kept = std::min(*passes, 1ll << 30);
-  auto ms = time_probe_samples(**cuda, plan, [&] { return launch(kept); });
-  if (!ms) return ms.status();
-  return probe_rates(std::move(*ms), static_cast<double>(bytes) * kept,
+  // The plan's samples shared out over the buffers, a warm-up each (it loads that buffer into
+  // the L2).
+  const ProbePlan per_buffer{1, std::max(1, (plan.samples + allocations - 1) / allocations), plan.sample_s};
+  std::vector<double> ms;
+  for (const auto& buffer : buffers) {
+    src = buffer->handle;
+    auto part = time_probe_samples(**cuda, per_buffer, [&] { return launch(kept); });
+    if (!part) return part.status();
+    ms.insert(ms.end(), part->begin(), part->end());
+  }
+  return probe_rates(std::move(ms), static_cast<double>(bytes) * kept,
                "ld.global.cg read-reduce over " + mib(bytes) + " (1/2 of the " + mib(*l2) + " L2), " +
-                   std::to_string(kept) + " passes per launch, " + std::to_string(*blocks) + "x256 threads");
+                   std::to_string(kept) + " passes per launch, " + std::to_string(*blocks) + "x256 threads; samples pooled over " +
+                   std::to_string(allocations) + " buffers held at once (the rate depends on placement)");
 }
 
 // Launches `kernel(iterations)` over a full grid; samples in FLOP/s.
@@ -409,6 +467,7 @@ Result<ProbeResult> tensor_mma(DeviceRuntime& device, const ProbeOptions& option
 }  // namespace
 
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "empty_launch_s", empty_launch}));
+DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "graph_launch_s", graph_launch}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "host_launch_s", host_launch}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_copy_bytes_per_s", dram_copy}));
 DNNB_REGISTER(register_ceiling_probe({DeviceKind::cuda, "dram_read_bytes_per_s", dram_read}));

@@ -247,7 +247,7 @@ __device__ __forceinline__ float ce_chunk_max(const Vec16<T> (&buf)[kCePipeVecs]
 #pragma unroll
     for (int u = 0; u < kCePipeVecs; ++u)
 #pragma unroll
-      for (int k = 0; k < W; ++k) p[u * W + k] = to_float(buf[u].v[k]);
+      for (int k = 0; k < W; ++k) p[u * W + k] = element_float(buf[u], k);
     tree_fold<N>(p, [](float x, float y) { return fmaxf(x, y); });
     return p[0];
   }
@@ -282,7 +282,7 @@ __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs]
   for (int u = 0; u < kCePipeVecs; ++u)
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      const float x = to_float(buf[u].v[k]);
+      const float x = element_float(buf[u], k);
       if constexpr (kFastExp)
         s[k] += exp_shifted_16bit(x, ms);
       else

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kFlatThreads) elementwise_flat_kernel(FlatArgs
       for (int e = 0; e < W; ++e) {
         float x[N];
 #pragma unroll
-        for (int k = 0; k < N; ++k) x[k] = to_float(in[u][k].v[e]);
+        for (int k = 0; k < N; ++k) x[k] = element_float(in[u][k], e);
         out.v[e] = from_float<T>(apply_op<N>(op, x));
       }
       reinterpret_cast<Vec16<T>*>(a.out)[i] = out;
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
       for (int e = 0; e < W; ++e) {
         float args[N];
 #pragma unroll
-        for (int k = 0; k < N; ++k) args[k] = to_float(raw[j][k].v[e]);
+        for (int k = 0; k < N; ++k) args[k] = element_float(raw[j][k], e);
         y[e] = apply_op<N>(op, args);
       }
       store_vec<T>(out_row, a.out, c, a.cols, y);
@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(kFlatThreads) elementwise_flat2d_kernel(Flat2d
       Vec16<T> out;
 #pragma unroll
       for (int e = 0; e < W; ++e)
-        out.v[e] = from_float<T>(op(to_float(in[u][0].v[e]), to_float(in[u][1].v[e])));
+        out.v[e] = from_float<T>(op(element_float(in[u][0], e), element_float(in[u][1], e)));
       reinterpret_cast<Vec16<T>*>(a.out)[i] = out;
     }
   }

@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 #pragma unroll
     for (int j = 0; j < VPT; ++j)
 #pragma unroll
-      for (int k = 0; k < W; ++k) s += to_float(raw[j].v[k]);  // padding reads 0
+      for (int k = 0; k < W; ++k) s += element_float(raw[j], k);  // padding reads 0
     mean = group_reduce(s, SumOp{}, 0.f, group, scratch[0]) * inv_cols;
   }
   float q = 0.f;
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
   for (int j = 0; j < VPT; ++j)
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      const float d = (j * group + t) * W + k < cols ? to_float(raw[j].v[k]) - mean : 0.f;
+      const float d = (j * group + t) * W + k < cols ? element_float(raw[j], k) - mean : 0.f;
       q += d * d;
     }
   q = group_reduce(q, SumOp{}, 0.f, group, scratch[1]);
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
     if (c < cols) {
       float v[W];
 #pragma unroll
-      for (int k = 0; k < W; ++k) v[k] = to_float(raw[j].v[k]);
+      for (int k = 0; k < W; ++k) v[k] = element_float(raw[j], k);
       store_normalized<T, kLayerNorm, int>(y_row, a, c, cols, v, mean, rstd);
     }
   }
@@ -277,9 +277,8 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // 1025..8192 columns, x rows 16-byte aligned with cols % 8 == 0, in persistent blocks of
 // cols / kEpt threads (RowPipeShape) that keep the next rows of x in flight in shared memory
 // (stages of 16 KB) while the current row is reduced and written. The row math is
-// norm_packed_kernel's (raw vectors, same per-thread order, same reductions): with 32 columns per
-// thread ("pipe32") the results equal "packed" bit for bit; the default's 16 columns per thread
-// sum in another order (within the tolerance's rounding of a sum).
+// norm_packed_kernel's except each thread's sums, taken in four partial sums (session 5), so
+// results differ from "packed" within the rounding of an f32 sum.
 // w and b are copied once per block into shared memory (each thread its own vectors, read back
 // by that thread: no barrier): with the row stages taking most of the SM's shared memory, the L1
 // left could not hold them, and re-reading them from L2 for every row would be as much L2
@@ -306,7 +305,9 @@ inline int norm_pipe_smem_bytes(int block) {
          static_cast<int>(sizeof(T));
 }
 
-template <typename T, bool kLayerNorm, typename Shape>
+// kExact: the row is exactly blockDim.x * Shape::kEpt columns, so every vector of every thread is
+// inside it: no bounds tests, no padding (as softmax_pipe_kernel's).
+template <typename T, bool kLayerNorm, typename Shape, bool kExact = false>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     norm_pipe_kernel(NormArgs<T> a) {
   static_assert(sizeof(T) == 2, "the pipe norm kernel holds 16-bit rows");
@@ -326,17 +327,18 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   const int cols = static_cast<int>(a.cols);  // <= kNormPipeMaxCols
   const int64_t step = gridDim.x;
   const float inv_cols = 1.f / static_cast<float>(cols);
+  const auto inside = [&](int j) { return kExact || (j * group + t) * W < cols; };
 
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {  // fill: this block's first S - 1 rows
     const int64_t r = blockIdx.x + s * step;
-    pipe_copy_row<T, VPT>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t, group,
-                          cols);
+    pipe_copy_row<T, VPT, kExact>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t,
+                                  group, cols);
   }
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {  // this thread's w and b vectors, once (any layout of w, b)
     const int c = (j * group + t) * W;
-    if (c < cols) {
+    if (inside(j)) {
       Vec16<T> v;
       load_raw_vec<T, int>(v, a.w.data, a.w.ri.col_stride, a.w.vec, c, cols);
       *reinterpret_cast<Vec16<T>*>(w_smem + c) = v;
@@ -352,71 +354,82 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   for (int64_t row = blockIdx.x; row < a.rows; row += step) {
     const int64_t ahead = row + (S - 1) * step;
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
-    pipe_copy_row<T, VPT>(stages + fill * stage_elems, ahead < a.rows ? a.x.row(ahead) : nullptr,
-                          t, group, cols);
+    pipe_copy_row<T, VPT, kExact>(stages + fill * stage_elems,
+                                  ahead < a.rows ? a.x.row(ahead) : nullptr, t, group, cols);
     cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
     const T* stage = stages + cur * stage_elems;
 
-    Vec16<T> raw[VPT];
+    // The row in f32, converted once (it was converted in each of the three passes: 2-3
+    // instructions per element, Nsight Compute, session 5); padding vectors read 0.
+    float v[VPT][W];
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int c = (j * group + t) * W;
-      if (c < cols) {  // cols % W == 0: the vector is whole
-        raw[j] = *reinterpret_cast<const Vec16<T>*>(stage + c);
+      if (inside(j)) {  // cols % W == 0: the vector is whole
+        const Vec16<T> raw = *reinterpret_cast<const Vec16<T>*>(stage + c);
+#pragma unroll
+        for (int k = 0; k < W; ++k) v[j][k] = element_float(raw, k);
       } else {
 #pragma unroll
-        for (int k = 0; k < W; ++k) raw[j].v[k] = from_float<T>(0.f);
+        for (int k = 0; k < W; ++k) v[j][k] = 0.f;
       }
     }
 
+    // Sums in four partial sums added pairwise: shorter dependency chains than one running sum
+    // (the rounding is no worse).
     float mean = 0.f;
     if constexpr (kLayerNorm) {
-      float s = 0.f;
+      float s4[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int j = 0; j < VPT; ++j)
 #pragma unroll
-        for (int k = 0; k < W; ++k) s += to_float(raw[j].v[k]);  // padding reads 0
-      mean = group_reduce(s, SumOp{}, 0.f, group, scratch[0]) * inv_cols;
+        for (int k = 0; k < W; ++k) s4[k % 4] += v[j][k];  // padding reads 0
+      mean = group_reduce((s4[0] + s4[1]) + (s4[2] + s4[3]), SumOp{}, 0.f, group, scratch[0]) * inv_cols;
     }
-    float q = 0.f;
+    float q4[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
-      // cols % W == 0: a vector is all inside the row or all padding, so one test per vector
-      // (a per-element test cost two instructions per element in the hot loop).
-      if ((j * group + t) * W < cols) {
+      // cols % W == 0: a vector is all inside the row or all padding, so one test per vector.
+      if (inside(j)) {
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-          const float d = to_float(raw[j].v[k]) - mean;
-          q += d * d;
+          const float d = v[j][k] - mean;
+          q4[k % 4] += d * d;
         }
       }
     }
-    q = group_reduce(q, SumOp{}, 0.f, group, scratch[kLayerNorm ? 1 : parity]);
+    const float q = group_reduce((q4[0] + q4[1]) + (q4[2] + q4[3]), SumOp{}, 0.f, group,
+                                 scratch[kLayerNorm ? 1 : parity]);
     const float rstd = 1.f / sqrtf(q * inv_cols + a.eps);
 
     T* y_row = a.y.row(row);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int c = (j * group + t) * W;
-      if (c < cols) {
+      if (inside(j)) {
         const Vec16<T> wv = *reinterpret_cast<const Vec16<T>*>(w_smem + c);
         Vec16<T> bv;
         if constexpr (kLayerNorm) bv = *reinterpret_cast<const Vec16<T>*>(b_smem + c);
-        float v[W];
         float w[W];
         float b[W];
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-          v[k] = to_float(raw[j].v[k]);
-          w[k] = to_float(wv.v[k]);
+          w[k] = element_float(wv, k);
           if constexpr (kLayerNorm)
-            b[k] = to_float(bv.v[k]);
+            b[k] = element_float(bv, k);
           else
             b[k] = 0.f;  // unused
         }
         float o[W];
-        normalize_vec<T, kLayerNorm>(o, v, w, b, mean, rstd, a.w_offset);
-        store_vec<T, int>(y_row, a.y, c, cols, o);
+        normalize_vec<T, kLayerNorm>(o, v[j], w, b, mean, rstd, a.w_offset);
+        if constexpr (kExact) {  // whole aligned vectors (y rows checked by the launcher)
+          Vec16<T> p;
+#pragma unroll
+          for (int k = 0; k < W; ++k) p.v[k] = from_float<T>(o[k]);
+          *reinterpret_cast<Vec16<T>*>(y_row + c) = p;
+        } else {
+          store_vec<T, int>(y_row, a.y, c, cols, o);
+        }
       }
     }
     cur = cur + 1 == S ? 0 : cur + 1;
@@ -436,6 +449,10 @@ Result<bool> try_launch_norm_pipe(const CudaDevice& device, const NormArgs<T>& a
     const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
     const int smem = norm_pipe_smem_bytes<T, kLayerNorm, Shape>(block);
     const int max_smem = norm_pipe_smem_bytes<T, kLayerNorm, Shape>(Shape::kThreads);
+    // Exact rows with whole aligned vectors of y too: the kernel without bounds tests.
+    if (a.cols == static_cast<int64_t>(block) * Shape::kEpt && a.y.vec)
+      return launch_persistent_rows(device, norm_pipe_kernel<T, kLayerNorm, Shape, true>, block,
+                                    smem, max_smem, a.rows, a);
     return launch_persistent_rows(device, norm_pipe_kernel<T, kLayerNorm, Shape>, block, smem,
                                   max_smem, a.rows, a);
   }

@@ -51,8 +51,9 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Copies this thread's VPT vectors of one row into `stage` (same column layout as the row) and
-// commits them as one group. x_row == nullptr (no such row): an empty group.
-template <typename T, int VPT>
+// commits them as one group. x_row == nullptr (no such row): an empty group. kExact: the row
+// is exactly group * VPT vectors, none past its end.
+template <typename T, int VPT, bool kExact = false>
 __device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, int group,
                                               int cols) {
   constexpr int W = kVec<T>;
@@ -60,7 +61,7 @@ __device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, i
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int c = (j * group + t) * W;
-      if (c < cols) cp_async_16(stage + c, x_row + c);
+      if (kExact || c < cols) cp_async_16(stage + c, x_row + c);
     }
   }
   cp_async_commit();

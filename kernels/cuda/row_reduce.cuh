@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
-          for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(to_float(v[u].v[k])));
+          for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(element_float(v[u], k)));
       }
     }
   }
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
       const int64_t left = a.cols - (c + u * kStep);  // columns from this vector on
 #pragma unroll
       for (int k = 0; k < W; ++k)
-        acc = red.combine(acc, red.pre(k < left ? to_float(v[u].v[k]) : pad_value));
+        acc = red.combine(acc, red.pre(k < left ? element_float(v[u], k) : pad_value));
     }
   }
   acc = warp_reduce(acc, [&](float p, float q) { return red.combine(p, q); });

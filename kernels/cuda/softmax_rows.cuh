@@ -110,16 +110,23 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
   store_vec<T, I>(y_row, a.y, c, end, o);
 }
 
+// The max of a thread's z, in four independent chains (max is exact, so any order gives the
+// same value): one chain of 16-32 dependent FMNMX was the longest wait of the 16-bit pipe kernel.
+template <int VPT, int W>
+__device__ __forceinline__ float thread_max(const float (&z)[VPT][W]) {
+  float m4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < VPT; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) m4[k % 4] = fmaxf(m4[k % 4], z[j][k]);
+  return fmaxf(fmaxf(m4[0], m4[1]), fmaxf(m4[2], m4[3]));
+}
+
 // The row's largest z over the block (group threads, VPT x W values each); -INFINITY when every z
 // is -inf (a fully masked row). Shared by the register and pipe kernels.
 template <int VPT, int W>
 __device__ __forceinline__ float block_row_max(const float (&z)[VPT][W], int group, float* scratch) {
-  float m = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j)
-#pragma unroll
-    for (int k = 0; k < W; ++k) m = fmaxf(m, z[j][k]);
-  return group_reduce(m, MaxOp{}, -INFINITY, group, scratch);
+  return group_reduce(thread_max(z), MaxOp{}, -INFINITY, group, scratch);
 }
 
 // Register-resident rows: EPT elements per thread, `group` threads per row. The body is shared
@@ -197,9 +204,9 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // The default "pipe" plan (row_pipe.cuh has the pipeline and why): rows of 1025..8192 columns, x
 // rows 16-byte aligned with cols % kVec == 0 (whole 16-byte copies), in persistent blocks of
 // cols / 32 threads (<= 256) that keep the next kStages - 1 rows of x in flight in shared memory
-// while the current row is reduced and written. The row math is softmax_regs_rows' (32 columns
-// per thread in the same places, same per-thread order, same reductions), so the results equal
-// the default's bit for bit. The mask (any broadcast, may hold -inf) is read from global memory
+// while the current row is reduced and written. The row math is softmax_regs_rows' except the
+// order of each thread's sum (four partial sums, session 5), so results can differ from the
+// register kernel's in the last bit of the f32 sum, far below the output's rounding. The mask (any broadcast, may hold -inf) is read from global memory
 // when the row is processed (it is usually a broadcast that stays in L1/L2); softcap, scale and
 // cross_entropy_bwd's epilogue as in the default. Every other row shape falls back to the
 // default plan (launch_softmax_rows).
@@ -213,6 +220,36 @@ inline constexpr int64_t kSoftmaxPipeMaxCols = kRowPipeMaxCols;
 template <typename T>
 inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 
+// s * 2^((m - to) * c), the rescale of a partial sum taken relative to max m onto max to >= m;
+// 0 when m is -inf (an empty or fully masked part: s is 0 and m - to would be NaN).
+__device__ __forceinline__ float rescale_sum_log2(float s, float m, float to, float c) {
+  return m == -INFINITY ? 0.f : s * ex2_approx_ftz((m - to) * c);
+}
+
+// One block reduction of per-thread (m, s) pairs, s = sum of 2^((z - m) * c) over the thread's
+// z: the row max M and S = sum of 2^((z - M) * c). Max first, then the sums rescaled to it, per
+// warp and then across warps: the same shuffle count as a max and a sum reduced apart, but one
+// barrier. scratch holds (max, sum) slots of one row; the caller alternates two by row parity:
+// a warp can only write row r + 2's slots after row r + 1's barrier, which every warp reaches
+// after reading row r's.
+__device__ __forceinline__ float2 block_max_sum_log2(float m, float s, float c, int group,
+                                                     float (&scratch)[2][32]) {
+  const float mw = warp_reduce(m, MaxOp{});
+  const float sw = warp_reduce(rescale_sum_log2(s, m, mw, c), SumOp{});
+  if (group <= 32) return make_float2(mw, sw);
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) {
+    scratch[0][threadIdx.x >> 5] = mw;
+    scratch[1][threadIdx.x >> 5] = sw;
+  }
+  __syncthreads();
+  const bool mine = lane < group / 32;
+  const float m2 = mine ? scratch[0][lane] : -INFINITY;
+  const float s2 = mine ? scratch[1][lane] : 0.f;
+  const float row_max = warp_reduce(m2, MaxOp{});
+  return make_float2(row_max, warp_reduce(rescale_sum_log2(s2, m2, row_max, c), SumOp{}));
+}
+
 // Compile-time shapes of the row math (measured with Nsight Compute on the H200, 2026-11-21:
 // the bf16 kernel issued 25 instructions per element and was issue-bound, 63% of issue slots
 // busy at 77% of copy): kPlain (no mask, no softcap, scale > 0) drops the per-element softcap
@@ -220,17 +257,24 @@ inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
 // is scale * max x when scale > 0); kTarget = false (softmax) writes e / sum with no one-hot
 // compare and no row scale. Results of the plain 16-bit path differ from the default's in the
 // exp's f32 argument (one rounding), far below the 16-bit output rounding.
-template <typename T, typename Shape, bool kHasMask, bool kFastExp, bool kPlain, bool kTarget>
+// kExact: the row is exactly blockDim.x * Shape::kEpt columns (8192 at 16 or 32 per thread), so
+// every vector of every thread is inside it and the bounds tests, the -inf padding and their
+// branches go (Nsight Compute, session 5: 30 of the 357 instructions per thread and row; fewer
+// instructions, yet slower for softmax: see try_launch_softmax_pipe).
+template <typename T, typename Shape, bool kHasMask, bool kFastExp, bool kPlain, bool kTarget,
+          bool kExact = false>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     softmax_pipe_kernel(SoftmaxArgs<T> a) {
   static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit outputs only");
   static_assert(!(kPlain && kHasMask), "the plain path has no mask");
+  static_assert(!kExact || kPlain, "only the plain path has an exact-row form");
   constexpr int W = kVec<T>;
   constexpr int VPT = Shape::kEpt / W;
   constexpr int S = kSoftmaxPipeStages<T>;
   extern __shared__ float4 pipe_smem[];
   T* const stages = reinterpret_cast<T*>(pipe_smem);
   __shared__ float scratch[2][32];  // max, then sum: alternating buffers, safe across rows
+  __shared__ float pair_scratch[2][2][32];  // 16-bit: (max, sum) slots by row parity
   const int group = blockDim.x;     // one row per block at a time
   const int t = threadIdx.x;
   const int cols = static_cast<int>(a.cols);  // <= kSoftmaxPipeMaxCols
@@ -240,15 +284,16 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {  // fill: this block's first S - 1 rows
     const int64_t r = blockIdx.x + s * step;
-    pipe_copy_row<T, VPT>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t, group,
-                          cols);
+    pipe_copy_row<T, VPT, kExact>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t,
+                                  group, cols);
   }
-  int cur = 0;  // stage of `row`
+  int cur = 0;     // stage of `row`
+  int parity = 0;  // pair_scratch slots of this row
   for (int64_t row = blockIdx.x; row < a.rows; row += step) {
     const int64_t ahead = row + (S - 1) * step;
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
-    pipe_copy_row<T, VPT>(stages + fill * stage_elems, ahead < a.rows ? a.x.row(ahead) : nullptr,
-                          t, group, cols);
+    pipe_copy_row<T, VPT, kExact>(stages + fill * stage_elems,
+                                  ahead < a.rows ? a.x.row(ahead) : nullptr, t, group, cols);
     const RowOutput out = kTarget ? row_output(a, row) : RowOutput{-1, 1.f};  // loads overlap the reductions
     const T* mask_row = kHasMask ? a.mask.row(row) : nullptr;
     cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
@@ -258,7 +303,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int c = (j * group + t) * W;
-      if (c < cols) {  // cols % W == 0: the vector is whole
+      if (kExact || c < cols) {  // cols % W == 0: the vector is whole
         const Vec16<T> p = *reinterpret_cast<const Vec16<T>*>(stage + c);
         float add[W];
         if constexpr (kHasMask) {
@@ -269,7 +314,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
         }
 #pragma unroll
         for (int k = 0; k < W; ++k) {
-          float v = to_float(p.v[k]);
+          float v = element_float(p, k);
           if constexpr (kPlain && kFastExp) {
             z[j][k] = v;  // scaled inside the exp below
           } else if constexpr (kPlain) {
@@ -285,24 +330,46 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
       }
     }
 
-    const float m = block_row_max(z, group, scratch[0]);
-    const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
     // Plain 16-bit: exp(scale * (x - max x)) = 2^(x * c - max x * c), c = scale * log2(e).
     const float exp_mul = kPlain && kFastExp ? a.scale * kLog2e : kLog2e;
-    const float shift_log2e = shift * exp_mul;
-    float s = 0.f;
+    // Four partial sums, added pairwise: a chain of 16-32 dependent adds per thread was, with
+    // the max's, the longest wait of the 16-bit kernel; the rounding is no worse than the chain's.
+    float s4[4] = {0.f, 0.f, 0.f, 0.f};
+    float inv_sum;  // what each exp of this thread is multiplied by
+    if constexpr (kFastExp) {
+      // 16-bit: each thread takes its exps against its own max, and one block reduction of
+      // (max, sum) pairs (block_max_sum_log2) gives the row's; the thread's factor
+      // 2^((m_t - M) c) / S then turns its exps into the row's probabilities. One barrier per
+      // row instead of two, and the exps no longer wait for the row max (Nsight Compute on the
+      // H200, session 5: the two reductions' barriers and shuffles were the longest stalls).
+      // The factor adds two roundings of 2^-24, far below the 16-bit output's.
+      const float m_t = thread_max(z);
+      const float shift_log2 = (m_t == -INFINITY ? 0.f : m_t) * exp_mul;  // masked part: exps 0
 #pragma unroll
-    for (int j = 0; j < VPT; ++j)
+      for (int j = 0; j < VPT; ++j)
 #pragma unroll
-      for (int k = 0; k < W; ++k) {
-        if constexpr (kFastExp)
-          z[j][k] = ex2_approx_ftz(fmaf(z[j][k], exp_mul, -shift_log2e));
-        else
+        for (int k = 0; k < W; ++k) {
+          z[j][k] = ex2_approx_ftz(fmaf(z[j][k], exp_mul, -shift_log2));
+          s4[k % 4] += z[j][k];
+        }
+      const float2 row = block_max_sum_log2(m_t, (s4[0] + s4[1]) + (s4[2] + s4[3]), exp_mul, group,
+                                            pair_scratch[parity]);
+      const float row_inv_sum = row.y > 0.f ? 1.f / row.y : 0.f;  // fully masked row: 0
+      inv_sum = rescale_sum_log2(row_inv_sum, m_t, row.x, exp_mul);
+      parity ^= 1;
+    } else {
+      const float m = block_row_max(z, group, scratch[0]);
+      const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
+#pragma unroll
+      for (int j = 0; j < VPT; ++j)
+#pragma unroll
+        for (int k = 0; k < W; ++k) {
           z[j][k] = expf(z[j][k] - shift);
-        s += z[j][k];
-      }
-    s = group_reduce(s, SumOp{}, 0.f, group, scratch[1]);
-    const float inv_sum = s > 0.f ? 1.f / s : 0.f;
+          s4[k % 4] += z[j][k];
+        }
+      const float s = group_reduce((s4[0] + s4[1]) + (s4[2] + s4[3]), SumOp{}, 0.f, group, scratch[1]);
+      inv_sum = s > 0.f ? 1.f / s : 0.f;
+    }
 
     T* y_row = a.y.row(row);
     if constexpr (kTarget) {
@@ -312,7 +379,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
         const int c = (j * group + t) * W;
-        if (c < cols) {
+        if (kExact || c < cols) {
           float o[W];
 #pragma unroll
           for (int k = 0; k < W; ++k) o[k] = (z[j][k] * inv_sum) * out.scale;
@@ -328,7 +395,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
         const int c = (j * group + t) * W;
-        if (c < cols) {
+        if (kExact || c < cols) {
           Vec16<T> o;
 #pragma unroll
           for (int k = 0; k < W; ++k) o.v[k] = from_float<T>(z[j][k] * inv_sum);
@@ -363,6 +430,11 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
   if (!plain)
     return target ? launch(softmax_pipe_kernel<T, Shape, false, kFast, false, true>)
                   : launch(softmax_pipe_kernel<T, Shape, false, kFast, false, false>);
+  // Exact rows take the kernel without bounds tests for cross_entropy_bwd only: for softmax it
+  // measured 6% slower (H200, session 5, 16384 x 8192 bf16 157 us against 147.5, f16 157
+  // against 149; the same build with and without it), cross_entropy_bwd bf16 150.5 us with it.
+  if (target && a.cols == static_cast<int64_t>(block) * Shape::kEpt)  // every vector inside
+    return launch(softmax_pipe_kernel<T, Shape, false, kFast, true, true, true>);
   return target ? launch(softmax_pipe_kernel<T, Shape, false, kFast, true, true>)
                 : launch(softmax_pipe_kernel<T, Shape, false, kFast, true, false>);
 }
