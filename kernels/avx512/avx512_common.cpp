@@ -17,6 +17,12 @@ const int prefetch_level = [] {
   return env == nullptr || *env == '\0' ? 1 : static_cast<int>(std::strtol(env, nullptr, 10));
 }();
 
+const int64_t prefetch_ahead_bytes = [] {
+  const char* env = std::getenv("DNNB_AVX512_PREFETCH_AHEAD");
+  const int64_t bytes = env == nullptr || *env == '\0' ? kDefaultPrefetchAhead : std::strtoll(env, nullptr, 10);
+  return prefetch_level == 0 ? 0 : std::max<int64_t>(bytes, 0) / 64 * 64;
+}();
+
 // Row r + 1 of t (and of `second`, e.g. a softmax mask), when prefetching is on, the row
 // exists and its columns are unit-stride (a gathered row is read through scratch instead).
 // Rows are given to threads in contiguous blocks (parallel_tasks), so r + 1 is the row this

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype.h"
@@ -221,10 +222,14 @@ inline int64_t tensor_bytes(const Tensor& t) { return t.numel() * static_cast<in
 // masked tail: every element is written once and nothing outside y[0, n). The caller fences
 // (parallel_tasks ends each thread with SFENCE). Each column is generated exactly once, in
 // increasing order.
-template <class Fmt, class Gen, class Gen2>
+// gen4(i), when given, returns the 64 values of columns [i, i + 64) as a Vecs<4> and takes
+// the body of the span 64 columns per step (elementwise ops with kQuads, elementwise.h).
+template <class Fmt, class Gen, class Gen2, class Gen4 = std::nullptr_t>
 DNNB_AVX512_INLINE void write_span_pairs(typename Fmt::storage* y, int64_t n, bool stream, const Gen& gen,
-                                         const Gen2& gen2) {
+                                         const Gen2& gen2, const Gen4& gen4 = nullptr) {
   using T = typename Fmt::storage;
+  constexpr bool kQuads = !std::is_same_v<Gen4, std::nullptr_t>;
+  auto halves = [](const auto& q, int h) DNNB_AVX512_LAMBDA { return Vecs<2>{{q.v[2 * h], q.v[2 * h + 1]}}; };
   int64_t i = 0;
   if (stream && reinterpret_cast<uintptr_t>(y) % sizeof(T) == 0) {
     const int64_t misaligned = static_cast<int64_t>((reinterpret_cast<uintptr_t>(y) % 64) / sizeof(T));
@@ -236,7 +241,21 @@ DNNB_AVX512_INLINE void write_span_pairs(typename Fmt::storage* y, int64_t n, bo
       Fmt::store(y + i, gen(i, m), m);
     }
     i = head;
+    if constexpr (kQuads) {
+      for (; i + 64 <= n; i += 64) {
+        const auto q = gen4(i);
+        Fmt::stream2(y + i, halves(q, 0));
+        Fmt::stream2(y + i + 32, halves(q, 1));
+      }
+    }
     for (; i + 32 <= n; i += 32) Fmt::stream2(y + i, gen2(i));
+  }
+  if constexpr (kQuads) {
+    for (; i + 64 <= n; i += 64) {
+      const auto q = gen4(i);
+      Fmt::store2(y + i, halves(q, 0));
+      Fmt::store2(y + i + 32, halves(q, 1));
+    }
   }
   for (; i + 32 <= n; i += 32) Fmt::store2(y + i, gen2(i));
   for (; i + 16 <= n; i += 16) Fmt::store(y + i, gen(i, 0xffff));
@@ -269,6 +288,10 @@ DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, b
 // norm2), which have no compute phase to hide it behind: there it only adds a second read
 // stream per core, which measured no better on the 2-core build VM, so it is opt-in.
 extern const int prefetch_level;
+// Bytes the single-pass reductions prefetch ahead of their read stream (row_reduce.h, Ahead):
+// DNNB_AVX512_PREFETCH_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0.
+extern const int64_t prefetch_ahead_bytes;
+constexpr int64_t kDefaultPrefetchAhead = 0;
 
 struct NextRow {
   const char* base[2] = {nullptr, nullptr};  // the first `count` are set: up to two tensors' rows

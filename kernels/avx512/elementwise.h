@@ -80,7 +80,8 @@ constexpr int64_t kTile = 8192;
 // One tile: columns [c0, c0 + n) of row r. Scratch slots: inputs 0..N-1, output 3.
 // op(v) maps N input Vecs<K> (a pointer to N of them) to the output's Vecs<K>, for K = 2
 // (32 columns per step: two independent dependency chains, see Vecs) and K = 1 (masked
-// heads and tails).
+// heads and tails); an Op with `static constexpr bool kQuads = true` also gets K = 4 for the
+// body, 64 columns per step (more chains in flight for the long transcendental ones).
 template <class Fmt, class Op, int N>
 DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, int64_t r, int64_t c0,
                                   int64_t n, bool stream) {
@@ -110,7 +111,20 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
     for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? Vecs<2>{{repeated[k], repeated[k]}} : Fmt::load2(src[k] + i);
     return op(v);
   };
-  write_span_pairs<Fmt>(dst, n, stream, one, two);
+  if constexpr (requires { requires Op::kQuads; }) {
+    auto four = [&](int64_t i) DNNB_AVX512_LAMBDA {
+      Vecs<4> v[N];
+      for (int k = 0; k < N; ++k) {
+        const Vecs<2> lo = is_repeated[k] ? Vecs<2>{{repeated[k], repeated[k]}} : Fmt::load2(src[k] + i);
+        const Vecs<2> hi = is_repeated[k] ? lo : Fmt::load2(src[k] + i + 32);
+        v[k] = Vecs<4>{{lo.v[0], lo.v[1], hi.v[0], hi.v[1]}};
+      }
+      return op(v);
+    };
+    write_span_pairs<Fmt>(dst, n, stream, one, two, four);
+  } else {
+    write_span_pairs<Fmt>(dst, n, stream, one, two);
+  }
   commit_span(plan.out, r, c0, n, dst);
 }
 

@@ -30,7 +30,15 @@ Status run_reduce(OpCall& call) {
       [&](int64_t r, int64_t c0, int64_t n) {
         // Whole rows only, and only with DNNB_AVX512_PREFETCH=2 (avx512_common.h).
         const NextRow next = n == cols ? next_row_of(*x, r, nullptr, 2) : NextRow{};
-        return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n, 0.0f, next);
+        // Prefetch ahead within unit-stride spans, and on into what follows them in memory
+        // when that is the thread's next span (the next chunk, or the next row of dense rows).
+        Ahead ahead;
+        if (x->col_stride() == 1 && prefetch_ahead_bytes > 0) {
+          const bool follows = c0 + n < cols || (r + 1 < rows && x->index.row_offset(r + 1) == x->index.row_offset(r) + cols);
+          ahead.bytes = prefetch_ahead_bytes;
+          ahead.limit = n + (follows ? prefetch_ahead_bytes / static_cast<int64_t>(sizeof(T)) : 0);
+        }
+        return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n, 0.0f, next, ahead);
       },
       [](float a, float b) { return A::merge(a, b); },
       [&](int64_t r, int64_t c0, int64_t, float total) {

@@ -116,7 +116,7 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
       return Vecs<2>{{_mm512_sub_ps(zz.v[0], shift), _mm512_sub_ps(zz.v[1], shift)}};
     };
     const Vecs<2> z01 = zv(i), z23 = zv(i + 32);
-    const Vecs<4> e = exp_v<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});
+    const Vecs<4> e = exp_nonpositive<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});  // z <= max
     const __m512 e0 = e.v[0], e1 = e.v[1], e2 = e.v[2], e3 = e.v[3];
     next.fetch(i, 64);
     if (z != nullptr) {
@@ -133,7 +133,7 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   for (; i < n; i += 16) {
     const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
     const __m512 zm = keep_z ? _mm512_maskz_loadu_ps(m, z + i) : z_of(i, m);  // e^-inf = 0 outside m
-    const __m512 e = exp_v<A>(Vecs<1>{{_mm512_sub_ps(zm, shift)}}).v[0];
+    const __m512 e = exp_nonpositive<A>(Vecs<1>{{_mm512_sub_ps(zm, shift)}}).v[0];
     if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
     s0 = _mm512_mask_add_ps(s0, m, s0, e);
   }

@@ -8,7 +8,13 @@ namespace dnnb::avx512 {
 namespace {
 
 // Each f is a template on the accuracy tier (avx512_math.h: full for f32 outputs, half for
-// outputs rounded to f16/bf16) and works on K vectors at a time (elementwise.h).
+// outputs rounded to f16/bf16) and works on K vectors at a time (elementwise.h). kQuads: the
+// driver's body goes 64 columns per step as one Vecs<4> (four dependency chains instead of
+// two): 5-20% less time per element in L1 on Zen 5 for every transcendental but f32 tanh
+// (docs/avx512.md, fourth round). With data from DRAM (one thread, 1024 x 8192) it also won
+// for every 16-bit op and f32 gelu/gelu_tanh, but f32 exp ran 17% slower (a memory-bound
+// stream: 4 full-line stores per step) and f32 sigmoid/silu showed no clear gain, so those
+// keep K = 2. relu has no chain to overlap.
 template <Accuracy>
 struct Relu {
   // max(0, x) with VMAXPS returning x when x is NaN (NaN propagates, as torch.relu).
@@ -17,32 +23,40 @@ struct Relu {
 };
 template <Accuracy A>
 struct Sigmoid {
+  static constexpr bool kQuads = A == Accuracy::half;  // f32: see the note above
   template <int K>
   DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return sigmoid_v<A>(v[0]); }
 };
 template <Accuracy A>
 struct Tanh {
+  // f32 (full) tanh has both branches live: with 4 vectors per step it ran 15% slower on
+  // Zen 5 (register spills); the half tier's single rational function gains a little.
+  static constexpr bool kQuads = A == Accuracy::half;
   template <int K>
   DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return tanh_v<A>(v[0]); }
 };
 template <Accuracy A>
 struct Exp {
+  static constexpr bool kQuads = A == Accuracy::half;  // f32: see the note above
   template <int K>
   DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return exp_v<A>(v[0]); }
 };
 template <Accuracy A>
 struct Silu {
+  static constexpr bool kQuads = A == Accuracy::half;  // f32: see the note above
   template <int K>
   DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return mul(v[0], sigmoid_v<A>(v[0])); }
 };
 template <Accuracy A>
 struct Gelu {
+  static constexpr bool kQuads = true;
   // x Phi(x), with Phi accurate on the negative tail (no 1 + erf cancellation).
   template <int K>
   DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return mul(v[0], normal_cdf_v<A>(v[0])); }
 };
 template <Accuracy A>
 struct GeluTanh {
+  static constexpr bool kQuads = true;
   // 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) x (1 + 0.044715 x^2): the sigmoid form
   // keeps relative accuracy where 1 + tanh u cancels (x << 0).
   template <int K>

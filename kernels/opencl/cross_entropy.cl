@@ -15,13 +15,28 @@ DNNB_ROW_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, c
     const global dnnb_t* row = logits + dnnb_row_start(lr, r);
     dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
+#if DNNB_ROW_EARLY
+    // The target's logit is loaded right after the row (row_body.cl "early loads"), by every
+    // work-item (one address: one transaction per warp), and arrives during the reductions
+    // instead of after them; an out-of-range target loads column 0 and gives NaN as below.
+    dnnb_raw_t raw[DNNB_ROW_VECS];
+    dnnb_row_fetch(raw, row, cols, -INFINITY);
+    const int target_ok = t >= 0 && t < cols;
+    const dnnb_bits_t xt_bits = dnnb_load_bits(row, target_ok ? (int)t : 0);
+    const float s = dnnb_row_logsumexp_of_raw(raw, cache, &m, scratch);
+#else
     const float s = dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
+#endif
     if (get_local_id(0) == 0) {
       if (t == ignore_index) {
         partial[2 * r] = 0.0f;
         partial[2 * r + 1] = 0.0f;
       } else {
+#if DNNB_ROW_EARLY
+        const float xt = target_ok ? dnnb_bits_get(xt_bits) : NAN;
+#else
         const float xt = (t >= 0 && t < cols) ? DNNB_LOAD(row, t) : NAN;
+#endif
         partial[2 * r] = log(s) + (m - xt);
         partial[2 * r + 1] = 1.0f;
       }

@@ -19,11 +19,22 @@ DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
                                         global dnnb_t* dlogits, dnnb_rows dr) {
   local float scratch[DNNB_ROW_SCRATCH];
   const int cols = (int)lr.cols;
+#if DNNB_ROW_EARLY
+  const float count_value = count[0];  // divided after the first row's loads are issued
+#else
   const float inv_count = 1.0f / count[0];
+#endif
   for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
     const global dnnb_t* row = logits + dnnb_row_start(lr, r);
     global dnnb_t* drow = dlogits + dnnb_row_start(dr, r);
+#if DNNB_ROW_EARLY
+    // The row's loads before anything that uses the target or the count (row_body.cl "early
+    // loads"): a GPU warp issues in order, so a use placed first would hold the loads back.
+    dnnb_raw_t raw[DNNB_ROW_VECS];
+    dnnb_row_fetch(raw, row, cols, -INFINITY);
+    const float inv_count = 1.0f / count_value;
+#endif
     // Same control flow for ignored rows as for kept ones (see ce_bwd_rows).
     const int ignored = t == ignore_index;
     const int target_ok = t >= 0 && t < cols;
@@ -31,7 +42,11 @@ DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
     const dnnb_ivec target_col = (dnnb_ivec)(target_ok ? (int)t : -1);
     dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
+#if DNNB_ROW_EARLY
+    const float inv_s = 1.0f / dnnb_row_logsumexp_of_raw(raw, cache, &m, scratch);
+#else
     const float inv_s = 1.0f / dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
+#endif
     const float shift = m == -INFINITY ? 0.0f : m;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {

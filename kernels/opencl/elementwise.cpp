@@ -54,7 +54,8 @@ Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string&
 
 }  // namespace
 
-Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks) {
+Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks,
+                 int half_math) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -65,11 +66,15 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
     return Status::bad_input(program_name + ": x " + x.describe() + " and y " + y.describe() + " differ in shape");
   if (y.numel() == 0) return Status::ok();
   const DType dtype = call.problem.dtype;
-  const std::string options = row_options(**device, dtype, 1, false);
+  if (half_math != 0 && dtype == DType::f32)
+    return Status::bad_input(program_name + ": the 16-bit math tiers are for f16/bf16 outputs only");
+  const std::string math = half_math != 0 ? " -DDNNB_HALF_MATH=" + std::to_string(half_math) : "";
+  const std::string options = row_options(**device, dtype, 1, false) + math;
   if (chunks && is_flat(x) && is_flat(y)) {
     auto aligned = rows_chunk_aligned(**device, dtype, {flat_rows(x.offset), flat_rows(y.offset)});
     if (!aligned) return aligned.status();
-    auto kernel = opencl_kernel(**device, program_name, source, "unary_chunks", row_options(**device, dtype, 1, *aligned));
+    auto kernel =
+        opencl_kernel(**device, program_name, source, "unary_chunks", row_options(**device, dtype, 1, *aligned) + math);
     if (!kernel) return kernel.status();
     KernelArgs args(*kernel);
     args.add(cl_buffer(x)).add(cl_long{x.offset}).add(cl_buffer(y)).add(cl_long{y.offset}).add(cl_long{y.numel()});
@@ -139,7 +144,7 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   return launch_elementwise_rows(**device, *kernel, yr->rows, yr->cols, program_name + "/binary_rows");
 }
 
-bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat) {
+bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat, bool half_tier) {
   std::string source = program_source({op_source, opencl_source::row_body, opencl_source::unary_body});
   bool ok = register_opencl(op, float_dtypes(),
                             [op, source, f32_default_flat](OpCall& call) {
@@ -152,6 +157,13 @@ bool register_unary(const std::string& op, const char* op_source, bool f32_defau
   if (f32_default_flat)
     ok = register_opencl(op, "chunks", float_dtypes(),
                          [op, source](OpCall& call) { return run_unary(call, op, source, true); }) &&
+         ok;
+  // The 16-bit math tiers, unary_chunks for contiguous views (strided ones: unary_rows, same math).
+  if (half_tier)
+    ok = register_opencl(op, "half", {DType::f16, DType::bf16},
+                         [op, source](OpCall& call) { return run_unary(call, op, source, true, 1); }) &&
+         register_opencl(op, "halfn", {DType::f16, DType::bf16},
+                         [op, source](OpCall& call) { return run_unary(call, op, source, true, 2); }) &&
          ok;
   return ok;
 }

@@ -8,8 +8,11 @@
 namespace dnnb::opencl {
 
 // y = f(x): x any layout, y of x's shape. `source` is program_source({op.cl, row_body.cl,
-// unary_body.cl}). chunks: contiguous x and y take unary_chunks (else unary_flat).
-Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks);
+// unary_body.cl}). chunks: contiguous x and y take unary_chunks (else unary_flat). half_math
+// 1 or 2: built with -DDNNB_HALF_MATH=half_math, a 16-bit math tier of the op's .cl (f16/bf16
+// only; prelude.cl says what each level trades).
+Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks,
+                 int half_math = 0);
 // y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, row_body.cl,
 // binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows); raw: binary_2d
 // built with DNNB_ROW_RAW=1 (variant "raw").
@@ -19,7 +22,11 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
 // Register the default and the "legacy" variant (unary_flat / binary_rows only).
 // f32_default_flat: the f32 default is unary_flat (legacy) and variant "chunks" keeps
 // unary_chunks for every dtype (tanh: see docs/opencl.md, H200 measurements of 2026-11-21).
-bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat = false);
+// half_tier: the op's .cl has DNNB_HALF_MATH tiers; variants "half" (level 1) and "halfn"
+// (level 2), f16 and bf16 only, are unary_chunks built with them (docs/opencl.md, "16-bit math
+// tiers").
+bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat = false,
+                    bool half_tier = false);
 bool register_binary(const std::string& op, const char* op_source);
 
 }  // namespace dnnb::opencl

@@ -3,5 +3,5 @@
 #include "kernels/opencl/gelu_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_unary("gelu", opencl_source::gelu));
+DNNB_REGISTER(register_unary("gelu", opencl_source::gelu, false, /*half_tier=*/true));
 }  // namespace dnnb::opencl

@@ -3,5 +3,5 @@
 #include "kernels/opencl/gelu_tanh_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_unary("gelu_tanh", opencl_source::gelu_tanh));
+DNNB_REGISTER(register_unary("gelu_tanh", opencl_source::gelu_tanh, false, /*half_tier=*/true));
 }  // namespace dnnb::opencl

@@ -45,6 +45,24 @@ DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, cons
       q += dnnb_vsum(d * d);
     }
     const float rstd = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) * inv_cols + eps);
+#if DNNB_ROW_EARLY
+    // w's and b's chunks a group at a time, all of a group's loads before its first use
+    // (row_body.cl "early loads"); 4 chunks of each: the registers of rmsnorm's 8 of w.
+#define DNNB_EARLY_GROUP (DNNB_ROW_VECS < 4 ? DNNB_ROW_VECS : 4)
+#pragma unroll
+    for (int k0 = 0; k0 < DNNB_ROW_VECS; k0 += DNNB_EARLY_GROUP) {
+      dnnb_raw_t wraw[DNNB_EARLY_GROUP], braw[DNNB_EARLY_GROUP];
+      dnnb_row_fetch_part(wraw, wrow, cols, 0.0f, k0, DNNB_EARLY_GROUP);
+      dnnb_row_fetch_part(braw, brow, cols, 0.0f, k0, DNNB_EARLY_GROUP);
+#pragma unroll
+      for (int j = 0; j < DNNB_EARLY_GROUP; ++j) {
+        const int c = dnnb_chunk_col(k0 + j);
+        if (dnnb_in_row(c, cols))
+          dnnb_row_store(yrow, c, cols,
+                         (dnnb_cache_get(cache[k0 + j]) - mean) * rstd * dnnb_raw_get(wraw[j]) + dnnb_raw_get(braw[j]));
+      }
+    }
+#else
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
@@ -54,6 +72,7 @@ DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, cons
         dnnb_row_store(yrow, c, cols, (dnnb_cache_get(cache[k]) - mean) * rstd * vw + vb);
       }
     }
+#endif
   }
 }
 

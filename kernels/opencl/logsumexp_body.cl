@@ -32,23 +32,8 @@ inline dnnb_vec dnnb_row_lse_exp(dnnb_cache_t e, float shift) {
 #endif
 }
 
-inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_cache_t* cache,
-                                       float* m_out, local float* scratch) {
-  float m = -INFINITY;
-#if DNNB_ROW_RAW
-  dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
-  dnnb_row_fetch(raw, row, cols, -INFINITY);
-#endif
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-#if DNNB_ROW_RAW
-    cache[k] = dnnb_cache_of_raw(raw[k]);
-#else
-    const int c = dnnb_chunk_col(k);
-    cache[k] = c < cols ? dnnb_cache_load(row, c, cols, -INFINITY) : dnnb_cache_splat(-INFINITY);
-#endif
-    m = dnnb_max_nan(m, dnnb_vmax(dnnb_cache_get(cache[k])));
-  }
+// The sum pass and both reductions, once `cache` holds the row and m this work-item's max.
+inline float dnnb_row_lse_finish(private dnnb_cache_t* cache, float m, float* m_out, local float* scratch) {
   m = dnnb_row_wg_max(m, scratch);
   const float shift = m == -INFINITY ? 0.0f : m;
   float s = 0.0f;
@@ -63,5 +48,38 @@ inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, priva
   }
   *m_out = m;
   return dnnb_row_wg_sum(s, scratch);
+}
+
+#if DNNB_ROW_RAW
+// The statistics of a row already fetched as raw chunks (dnnb_row_fetch with fill -inf): the
+// early-load kernels issue their other loads between the fetch and this.
+inline float dnnb_row_logsumexp_of_raw(const private dnnb_raw_t* raw, private dnnb_cache_t* cache, float* m_out,
+                                       local float* scratch) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    cache[k] = dnnb_cache_of_raw(raw[k]);
+    m = dnnb_max_nan(m, dnnb_vmax(dnnb_cache_get(cache[k])));
+  }
+  return dnnb_row_lse_finish(cache, m, m_out, scratch);
+}
+#endif
+
+inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_cache_t* cache,
+                                       float* m_out, local float* scratch) {
+#if DNNB_ROW_RAW
+  dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
+  dnnb_row_fetch(raw, row, cols, -INFINITY);
+  return dnnb_row_logsumexp_of_raw(raw, cache, m_out, scratch);
+#else
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    const int c = dnnb_chunk_col(k);
+    cache[k] = c < cols ? dnnb_cache_load(row, c, cols, -INFINITY) : dnnb_cache_splat(-INFINITY);
+    m = dnnb_max_nan(m, dnnb_vmax(dnnb_cache_get(cache[k])));
+  }
+  return dnnb_row_lse_finish(cache, m, m_out, scratch);
+#endif
 }
 #endif

@@ -197,6 +197,18 @@ RowPlan row_plan(RowVariant variant) {
       plan = row_plan(RowVariant::wg64p);
       plan.raw = true;
       break;
+    case RowVariant::wg128re:  // the raw plans with early loads (DNNB_ROW_EARLY)
+      plan = row_plan(RowVariant::wg128r);
+      plan.early = true;
+      break;
+    case RowVariant::wg128pre:
+      plan = row_plan(RowVariant::wg128pr);
+      plan.early = true;
+      break;
+    case RowVariant::wg64pre:
+      plan = row_plan(RowVariant::wg64pr);
+      plan.early = true;
+      break;
   }
   return plan;
 }
@@ -217,8 +229,12 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
     RowPlans raw{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)};
     raw.f32.raw = raw.f16.raw = raw.bf16.raw = true;
     list.emplace_back("raw", raw);
+    // "rawe": the same with early loads.
+    raw.f32.early = raw.f16.early = raw.bf16.early = true;
+    list.emplace_back("rawe", raw);
     const std::pair<const char*, RowVariant> raw_named[] = {
-        {"wg128r", RowVariant::wg128r}, {"wg128pr", RowVariant::wg128pr}, {"wg64pr", RowVariant::wg64pr}};
+        {"wg128r", RowVariant::wg128r},   {"wg128pr", RowVariant::wg128pr},   {"wg64pr", RowVariant::wg64pr},
+        {"wg128re", RowVariant::wg128re}, {"wg128pre", RowVariant::wg128pre}, {"wg64pre", RowVariant::wg64pre}};
     for (const auto& [name, variant] : raw_named) {
       const RowPlan plan = row_plan(variant);
       list.emplace_back(name, RowPlans{plan, plan, plan});
@@ -295,7 +311,7 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
                            " -DDNNB_ALIGNED=" + (aligned ? "1" : "0") + " -DDNNB_ROW_PACKED=" + (packed ? "1" : "0") +
                            " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0") +
                            // only when set, so the other plans keep their options (and builds)
-                           (plan.raw ? " -DDNNB_ROW_RAW=1" : ""));
+                           (plan.raw ? " -DDNNB_ROW_RAW=1" : "") + (plan.early ? " -DDNNB_ROW_EARLY=1" : ""));
 }
 
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {

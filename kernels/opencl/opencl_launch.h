@@ -106,8 +106,12 @@ struct RowPlan {
   int max_regs = 64;        // registers of row cache per work-item the plan accepts
   bool stream = false;      // *_rows kernel built with DNNB_ROW_STREAM=1: x re-read (from L2), no cache
   // DNNB_ROW_RAW=1: a pass loads all its chunks as storage bits before converting any (see
-  // row_body.cl "raw loads"); only softmax, layernorm, rmsnorm and the reductions use it.
+  // row_body.cl "raw loads"); the row ops (through logsumexp_body.cl for cross-entropy) and the
+  // reductions use it.
   bool raw = false;
+  // DNNB_ROW_EARLY=1 (raw plans only): every other load of a row (mask, w, b, the target's
+  // logit, the count) is issued with x's, before any conversion or use (row_body.cl "early loads").
+  bool early = false;
 };
 // One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
 // pick, per dtype, the variant that measured fastest (RowDefaults).
@@ -118,7 +122,7 @@ struct RowPlans {
   }
 };
 // The registered row variants, by name below.
-enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream, wg128r, wg128pr, wg64pr };
+enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream, wg128r, wg128pr, wg64pr, wg128re, wg128pre, wg64pre };
 RowPlan row_plan(RowVariant variant);
 // The variant an op's default runs, per dtype.
 struct RowDefaults {
@@ -128,7 +132,8 @@ struct RowDefaults {
 };
 // (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
 // float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream"; when
-// with_raw, also "raw" (the defaults' plans with raw loads), "wg128r", "wg128pr", "wg64pr".
+// with_raw, also "raw" (the defaults' plans with raw loads), "wg128r", "wg128pr", "wg64pr", and
+// the same four with early loads: "rawe", "wg128re", "wg128pre", "wg64pre".
 std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {},
                                                            bool with_raw = false);
 // How a row op runs one call under one plan, its program source given.

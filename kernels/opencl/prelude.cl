@@ -48,6 +48,64 @@ inline void dnnb_bf16x4_store(float4 v, global ushort* p) {
 #error "build with -DDNNB_F32, -DDNNB_F16 or -DDNNB_BF16"
 #endif
 
+// ---- 16-bit math tiers (-DDNNB_HALF_MATH=1 or 2: variants "half", "halfn" of the activations) ---
+// For results rounded to f16/bf16 next, the activations may trade f32 accuracy they do not
+// need for instructions: an f32 error of ~2e-6 (f16) / ~2e-5 (bf16) moves a 16-bit result by
+// at most 0.005 ulp; the exhaustive test (tests/opencl/test_half_math.cpp) holds every 16-bit
+// input to 0.505 ulp of the exact value on every OpenCL device it finds. f32 never takes them.
+//   1 ("half"):  full-precision built-ins (exp) and native_recip refined by one Newton step:
+//                accurate by construction on any device.
+//   2 ("halfn"): native_exp2 and native_recip as they are (one MUFU each on NVIDIA, whose
+//                ex2.approx/rcp.approx err by ~2^-22). OpenCL leaves the accuracy of native_
+//                functions to the implementation, so this level is as good as the device:
+//                run the exhaustive test on a device before taking it there.
+#ifndef DNNB_HALF_MATH
+#define DNNB_HALF_MATH 0
+#endif
+#if DNNB_HALF_MATH && defined(DNNB_F32)
+#error "DNNB_HALF_MATH is for 16-bit outputs only: f32 results keep the full-precision built-ins"
+#endif
+// 1/d for finite d >= 1. Level 1: native_recip (one MUFU.RCP on NVIDIA) and one Newton step,
+// which squares its relative error (2^-11 or better becomes 2^-22): a few f32 ulps on any
+// device, where the correctly rounded division these programs are built for
+// (-cl-fp32-correctly-rounded-divide-sqrt) is ~10 instructions and a slow-path branch on
+// NVIDIA. d >= 1 keeps the estimate away from subnormals (flushed by some devices).
+inline float dnnb_recip16(float d) {
+  const float r = native_recip(d);
+#if DNNB_HALF_MATH >= 2
+  return r;
+#else
+  return fma(fma(-d, r, 1.0f), r, r);
+#endif
+}
+// e^w for w <= 0 (or NaN). Level 1: the built-in exp (on NVIDIA 8 instructions with one
+// MUFU.EX2, exact down to subnormals). Level 2: native_exp2(w log2 e); rounding w log2 e costs
+// |w| 2^-24 ln 2 relative (4e-6 at the bf16 tail, |w| = 100). NVIDIA's ex2.approx.ftz flushes
+// results below 2^-126, but bf16 keeps results down to 2^-133: the exponent is raised by 32
+// and the result scaled back by an ordinary multiply, which rounds into subnormals correctly.
+#if DNNB_HALF_MATH >= 2 && defined(DNNB_BF16)
+#define DNNB_EXP16_BIAS 32.0f
+#define DNNB_EXP16_UNBIAS 0x1p-32f
+#else
+#define DNNB_EXP16_BIAS 0.0f
+#define DNNB_EXP16_UNBIAS 1.0f
+#endif
+inline float dnnb_exp_neg16(float w) {
+#if DNNB_HALF_MATH >= 2
+  return native_exp2(fma(w, M_LOG2E_F, DNNB_EXP16_BIAS)) * DNNB_EXP16_UNBIAS;
+#else
+  return exp(w);
+#endif
+}
+// 1/(1+e^-v) without overflow or cancellation: e = e^-|v| in [0, 1], 1/(1+e) for v >= 0,
+// e/(1+e) for v < 0 (tiny results keep their precision). NaN propagates through e; v = -inf
+// gives 0. Shared by sigmoid, silu and gelu_tanh.
+inline float dnnb_sigmoid16(float v) {
+  const float e = dnnb_exp_neg16(-fabs(v));
+  const float r = dnnb_recip16(1.0f + e);
+  return v < 0.0f ? e * r : r;
+}
+
 // ---- row addressing ----------------------------------------------------------------------
 // The host's RowIndex (core/tensor.h) as a kernel argument: element (r, c) of a view is at
 // dnnb_row_start(ri, r) + c * ri.col_stride. All fields are 64-bit so host and device agree

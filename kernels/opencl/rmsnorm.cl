@@ -34,6 +34,22 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
       q += dnnb_vsum(v * v);
     }
     const float inv_rms = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) / (float)cols + eps);
+#if DNNB_ROW_EARLY
+    // w's chunks a group at a time, all of a group's loads before its first use (row_body.cl
+    // "early loads"): the loads of the old loop each waited behind the previous chunk's store.
+#define DNNB_EARLY_GROUP (DNNB_ROW_VECS < 8 ? DNNB_ROW_VECS : 8)
+#pragma unroll
+    for (int k0 = 0; k0 < DNNB_ROW_VECS; k0 += DNNB_EARLY_GROUP) {
+      dnnb_raw_t wraw[DNNB_EARLY_GROUP];
+      dnnb_row_fetch_part(wraw, wrow, cols, 0.0f, k0, DNNB_EARLY_GROUP);
+#pragma unroll
+      for (int j = 0; j < DNNB_EARLY_GROUP; ++j) {
+        const int c = dnnb_chunk_col(k0 + j);
+        if (dnnb_in_row(c, cols))
+          dnnb_row_store(yrow, c, cols, dnnb_cache_get(cache[k0 + j]) * inv_rms * (dnnb_raw_get(wraw[j]) + weight_bias));
+      }
+    }
+#else
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
@@ -42,6 +58,7 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
         dnnb_row_store(yrow, c, cols, dnnb_cache_get(cache[k]) * inv_rms * vw);
       }
     }
+#endif
   }
 }
 

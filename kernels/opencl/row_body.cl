@@ -73,12 +73,24 @@ inline float8 dnnb_bf16x8_widen(uint4 u) {
 // dnnb_f32_to_bf16 on eight lanes at once, branch-free: round to nearest even, NaN lanes
 // quieted (u | 0x00400000 has the same top half as (u >> 16) | 0x0040), then even lanes give
 // the low halves and odd lanes the high halves of the four words.
+#if DNNB_HALF_MATH
+// The 16-bit math tiers (prelude.cl) carry an f32 error of up to ~2e-5 relative, so a tie of
+// the f32 value is not a tie of the exact one, and rounding it to even buys nothing: round half
+// away from zero (one add; the result is still within half an ulp plus that error), NaN lanes
+// quieted as below, tested by isnan (one compare). 3 integer ops per element fewer on NVIDIA.
+inline uint4 dnnb_bf16x8_narrow(float8 v) {
+  const uint8 u = as_uint8(v);
+  const uint8 bits = select(u + 0x8000u, u | 0x00400000u, isnan(v));
+  return (bits.even >> 16) | (bits.odd & 0xffff0000u);
+}
+#else
 inline uint4 dnnb_bf16x8_narrow(float8 v) {
   const uint8 u = as_uint8(v);
   const uint8 rounded = u + 0x7fffu + ((u >> 16) & 1u);
   const uint8 bits = select(rounded, u | 0x00400000u, (u & 0x7fffffffu) > 0x7f800000u);
   return (bits.even >> 16) | (bits.odd & 0xffff0000u);
 }
+#endif
 inline float8 dnnb_vload_aligned(const global ushort* p) { return dnnb_bf16x8_widen(*(const global uint4*)p); }
 inline void dnnb_vstore_aligned(float8 v, global ushort* p) { *(global uint4*)p = dnnb_bf16x8_narrow(v); }
 inline float8 dnnb_vload_unaligned(const global ushort* p) {
@@ -210,6 +222,38 @@ typedef float4 dnnb_raw_t;
 #define dnnb_cache_of_raw(r) dnnb_raw_get(r)
 #endif
 
+// ---- early loads (DNNB_ROW_EARLY=1, raw plans only) -------------------------------------------
+// Raw loads covered x alone; the other loads of a row still waited on a use between them: the
+// w (and b) chunks of rmsnorm/layernorm in the write pass (each behind the previous chunk's
+// store to y, which the compiler cannot move a load above: the buffers may alias), the mask
+// chunks of softmax (loaded and added inside each z), the target's logit of cross_entropy
+// (loaded after the reductions), cross_entropy_bwd's count (divided as soon as loaded). With
+// EARLY each of them is loaded as storage bits before its first use: the mask chunks, the
+// target's logit and the count together with x's chunks; w and b at the start of the write pass
+// in groups of DNNB_EARLY_GROUP chunks (loading them with x's cost rmsnorm 28 more registers and
+// made packed layernorm spill, clang + ptxas for sm_90), so a group's loads share one latency.
+// Results are bit-identical (the same values meet the same arithmetic).
+#ifndef DNNB_ROW_EARLY
+#define DNNB_ROW_EARLY 0
+#endif
+#if DNNB_ROW_EARLY && !DNNB_ROW_RAW
+#error "DNNB_ROW_EARLY extends the raw loads: build it with DNNB_ROW_RAW=1"
+#endif
+// One stored element as its storage bits (no conversion), and its value.
+#if DNNB_VW == 8
+typedef ushort dnnb_bits_t;
+inline ushort dnnb_load_bits(const global dnnb_t* p, int i) { return ((const global ushort*)p)[i]; }
+#if defined(DNNB_F16)
+inline float dnnb_bits_get(ushort b) { return vload_half(0, (const private half*)&b); }
+#else
+#define dnnb_bits_get dnnb_bf16_to_f32
+#endif
+#else
+typedef float dnnb_bits_t;
+inline float dnnb_load_bits(const global float* p, int i) { return p[i]; }
+#define dnnb_bits_get(b) (b)
+#endif
+
 // First column of chunk k of this work-item.
 inline int dnnb_chunk_col(int k) { return (k * DNNB_ROW_WG + (int)get_local_id(0)) * DNNB_VW; }
 
@@ -224,6 +268,23 @@ inline void dnnb_row_fetch(private dnnb_raw_t* raw, const global dnnb_t* row, in
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
       raw[k] = c < cols ? dnnb_raw_load(row, c, cols, fill) : dnnb_raw_splat(fill);
+    }
+  }
+}
+
+// Chunks k0..k0+n-1 of this work-item's DNNB_ROW_VECS (n constant after unrolling), as
+// dnnb_row_fetch: every load issued before any is used. The early loads of w and b take a
+// row's chunks in groups of these, so their registers stay a few chunks' worth.
+inline void dnnb_row_fetch_part(private dnnb_raw_t* raw, const global dnnb_t* row, int cols, float fill, int k0,
+                                int n) {
+  // No "#pragma unroll" here: n is constant only once inlined, and a compiler that also builds
+  // the function on its own (PoCL) warns that it cannot unroll it; inlined, the loops unroll.
+  if (DNNB_ROW_EXACT || dnnb_chunk_col(k0 + n - 1) + DNNB_VW <= cols) {
+    for (int j = 0; j < n; ++j) raw[j] = dnnb_raw_full(row + dnnb_chunk_col(k0 + j));
+  } else {
+    for (int j = 0; j < n; ++j) {
+      const int c = dnnb_chunk_col(k0 + j);
+      raw[j] = c < cols ? dnnb_raw_load(row, c, cols, fill) : dnnb_raw_splat(fill);
     }
   }
 }

@@ -3,5 +3,5 @@
 #include "kernels/opencl/sigmoid_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_unary("sigmoid", opencl_source::sigmoid));
+DNNB_REGISTER(register_unary("sigmoid", opencl_source::sigmoid, false, /*half_tier=*/true));
 }  // namespace dnnb::opencl

@@ -3,5 +3,5 @@
 #include "kernels/opencl/silu_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_unary("silu", opencl_source::silu));
+DNNB_REGISTER(register_unary("silu", opencl_source::silu, false, /*half_tier=*/true));
 }  // namespace dnnb::opencl

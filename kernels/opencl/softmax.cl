@@ -27,6 +27,90 @@ inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* 
   return softmax_z_of(dnnb_row_load(xrow, c, cols, 0.0f), mrow, mask_mode, mask_scalar, c, cols, scale, softcap);
 }
 
+#if DNNB_ROW_EARLY
+// Early loads (row_body.cl): the mask mode is a build option (-DDNNB_SOFTMAX_MASK=0|1|2, set
+// by the host for early plans; the mask_mode argument then must match it), so a kernel without
+// a mask keeps no registers for one. The mask's chunks (mode 1) are fetched as raw bits with
+// x's and kept beside the cache, its scalar (mode 2) loaded after them; z is computed from
+// values already in registers, never from a load inside it.
+#ifndef DNNB_SOFTMAX_MASK
+#error "softmax early plans need -DDNNB_SOFTMAX_MASK"
+#endif
+inline dnnb_vec softmax_z_early(dnnb_vec t, dnnb_vec mv, float mask_scalar, int c, int cols, float scale,
+                                float softcap) {
+  if (softcap > 0.0f) t = softcap * tanh(t / softcap);
+  dnnb_vec z = scale * t;
+  if (DNNB_SOFTMAX_MASK == 1) z += mv;
+  if (DNNB_SOFTMAX_MASK == 2) z += mask_scalar;
+  return select((dnnb_vec)(-INFINITY), z, dnnb_row_inside(c, cols));
+}
+#if DNNB_SOFTMAX_MASK == 1
+#define SOFTMAX_MV(k) dnnb_raw_get(mraw[k])
+#else
+#define SOFTMAX_MV(k) ((dnnb_vec)(0.0f))
+#endif
+#define SOFTMAX_Z(t, k) softmax_z_early((t), SOFTMAX_MV(k), mask_scalar, dnnb_chunk_col(k), cols, scale, softcap)
+
+// softmax_cached with early loads: the same arithmetic in the same order (bit-identical).
+inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mrow, float scale, float softcap,
+                              global dnnb_t* yrow, int cols, local float* scratch) {
+  dnnb_raw_t xraw[DNNB_ROW_VECS];
+  dnnb_row_fetch(xraw, xrow, cols, 0.0f);
+#if DNNB_SOFTMAX_MASK == 1
+  dnnb_raw_t mraw[DNNB_ROW_VECS];
+  dnnb_row_fetch(mraw, mrow, cols, 0.0f);
+#endif
+#if DNNB_SOFTMAX_MASK == 2
+  const float mask_scalar = DNNB_LOAD(mrow, 0);
+#else
+  const float mask_scalar = 0.0f;
+#endif
+  float m = -INFINITY;
+#if DNNB_ROW_PACKED
+  // x's bits (and the mask's) stay in registers; z is recomputed in each pass (two exps per
+  // element), as in softmax_cached.
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k)
+    if (dnnb_in_row(dnnb_chunk_col(k), cols)) m = dnnb_max_nan(m, dnnb_vmax(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k)));
+  m = dnnb_row_wg_max(m, scratch);
+  const float shift = m == -INFINITY ? 0.0f : m;
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k)
+    if (dnnb_in_row(dnnb_chunk_col(k), cols)) s += dnnb_vsum(exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift));
+  s = dnnb_row_wg_sum(s, scratch);
+  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    const int c = dnnb_chunk_col(k);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift) * inv_s);
+  }
+#else
+  dnnb_vec cache[DNNB_ROW_VECS];
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    cache[k] = SOFTMAX_Z(dnnb_raw_get(xraw[k]), k);
+    m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+  }
+  m = dnnb_row_wg_max(m, scratch);
+  const float shift = m == -INFINITY ? 0.0f : m;
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    cache[k] = exp(cache[k] - shift);
+    s += dnnb_vsum(cache[k]);
+  }
+  s = dnnb_row_wg_sum(s, scratch);
+  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    const int c = dnnb_chunk_col(k);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
+  }
+#endif
+}
+#endif
+
 DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* mask, dnnb_rows mr,
                                     int mask_mode, float scale, float softcap, global dnnb_t* y, dnnb_rows yr) {
   local float scratch[DNNB_ROW_SCRATCH];
@@ -35,6 +119,9 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
     const global dnnb_t* mrow = mask_mode != 0 ? mask + dnnb_row_start(mr, r) : x;
+#if DNNB_ROW_EARLY
+    softmax_row_early(xrow, mrow, scale, softcap, yrow, cols, scratch);
+#else
     const float mask_scalar = mask_mode == 2 ? DNNB_LOAD(mrow, 0) : 0.0f;
 #if DNNB_ROW_PACKED
     // The cache holds x's bits; z is recomputed in each pass (the mask re-read, mostly from
@@ -114,6 +201,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
     }
 #endif
+#endif  // DNNB_ROW_EARLY
   }
 }
 

@@ -25,8 +25,11 @@ Result<bool> try_softmax_cached(OpCall& call, const RowPlan& plan, OpenCLDevice&
   const DType dtype = call.problem.dtype;
   const int vecs = row_cache_vecs(dtype, xr.cols, plan);
   if (vecs == 0 || mode < 0 || xr.col_stride != 1 || yr.col_stride != 1 || xr.cols >= kRowMaxCols) return false;
-  auto kernel = mode == 1 ? row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr, mr}, plan)
-                          : row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr}, plan);
+  // Early plans build the mask mode in (softmax.cl: no mask registers without a mask).
+  const std::string extra = plan.early ? " -DDNNB_SOFTMAX_MASK=" + std::to_string(mode) : "";
+  auto kernel = mode == 1
+                    ? row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr, mr}, plan, extra)
+                    : row_cached_kernel(device, "softmax", source, "softmax_cached", dtype, vecs, {xr, yr}, plan, extra);
   if (!kernel) return kernel.status();
   if (*kernel == nullptr) return false;
   KernelArgs args(*kernel);
