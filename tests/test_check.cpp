@@ -61,6 +61,18 @@ TEST(Check, UnknownOpAndBackendAreBadInput) {
   EXPECT_EQ(plan_check(options, manifest).status().code, StatusCode::bad_input);
 }
 
+// A known backend with nothing to run (a variant no op has, or a backend this build lacks) is an
+// error naming the flag, not a run of zero cases that passes.
+TEST(Check, BackendWithNothingToRunIsBadInput) {
+  FixtureManifest manifest;
+  CheckOptions options;
+  options.op_glob = "relu";
+  options.backend = "reference/no_such_variant";
+  auto plan = plan_check(options, manifest);
+  EXPECT_EQ(plan.status().code, StatusCode::bad_input);
+  EXPECT_NE(plan.status().message.find("--backend reference/no_such_variant"), std::string::npos);
+}
+
 TEST(Check, CaseIdRerunsExactlyThatCase) {
   FixtureManifest manifest;
   CheckOptions options;

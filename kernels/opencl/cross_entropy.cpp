@@ -85,7 +85,10 @@ bool register_cross_entropy() {
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy});
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): bf16 146 us with wg128p against 181; f32 best with wg256 (172).
-  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg128p};
+  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
+  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
+  // f32 157 us against 170, bf16 129 against 145.
+  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg256r, RowVariant::wg128pr};
   return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy,
                          /*with_raw=*/true);
 }

@@ -86,7 +86,10 @@ bool register_cross_entropy_bwd() {
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f32 297 us with wg128 against 344, bf16 321 with wg128p against 384.
-  const RowDefaults defaults{RowVariant::wg128, RowVariant::wg256, RowVariant::wg128p};
+  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
+  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
+  // f32 289 us against 295, bf16 224 against 320.
+  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128pr};
   return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd,
                          /*with_raw=*/true);
 }

@@ -76,7 +76,10 @@ bool register_layernorm() {
   // (docs/opencl.md): bf16 259 us with wg64p against 342; f32 and f16 best with wg256 (295, 303).
   // bf16: wg64p with raw loads (H200, 2026-11-21, session 4: 151.5 us against wg64p's 261 at
   // 16384 x 8192, 85% of copy; checked on NVIDIA's OpenCL as variant "raw").
-  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg256, RowVariant::wg64pr};
+  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
+  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
+  // f32 265 us against 294, f16 139 against 301 (bf16 was already wg64pr).
+  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg256r, RowVariant::wg64pr};
   return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm,
                          /*with_raw=*/true);
 }

@@ -185,7 +185,10 @@ RowPlan row_plan(RowVariant variant) {
       plan.cached = false;
       plan.stream = true;
       break;
-    case RowVariant::wg128r:  // wg128 / wg128p / wg64p with raw loads (DNNB_ROW_RAW)
+    case RowVariant::wg256r:  // wg256 / wg128 / wg128p / wg64p with raw loads (DNNB_ROW_RAW)
+      plan.raw = true;
+      break;
+    case RowVariant::wg128r:
       plan = row_plan(RowVariant::wg128);
       plan.raw = true;
       break;

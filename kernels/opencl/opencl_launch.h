@@ -122,7 +122,11 @@ struct RowPlans {
   }
 };
 // The registered row variants, by name below.
-enum class RowVariant { wg256, legacy, wg128, wg128p, wg64p, stream, wg128r, wg128pr, wg64pr, wg128re, wg128pre, wg64pre };
+enum class RowVariant {
+  wg256, legacy, wg128, wg128p, wg64p, stream,
+  wg256r, wg128r, wg128pr, wg64pr,  // raw loads (DNNB_ROW_RAW); wg256r is no named variant, only a default
+  wg128re, wg128pre, wg64pre
+};
 RowPlan row_plan(RowVariant variant);
 // The variant an op's default runs, per dtype.
 struct RowDefaults {

@@ -73,7 +73,10 @@ bool register_rmsnorm() {
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f16 203 us with wg128 against 268, bf16 173 with wg128p against 306; f32
   // even (270-272).
-  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128p};
+  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
+  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
+  // f32 266 us against 271, f16 138 against 201, bf16 143 against 172.
+  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128r, RowVariant::wg128pr};
   return register_row_op("rmsnorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_rmsnorm,
                          /*with_raw=*/true);
 }

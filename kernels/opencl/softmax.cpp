@@ -86,7 +86,10 @@ bool register_softmax() {
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f16 293 us and bf16 325 with wg128 against 340 and 376 with wg256; f32 wg256
   // 432 (stream 412: within the short runs' noise).
-  const RowDefaults defaults{RowVariant::wg256, RowVariant::wg128, RowVariant::wg128};
+  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
+  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
+  // f32 265 us against 422, f16 175 against 290 (bf16 the same plan as f16).
+  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128r, RowVariant::wg128r};
   return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax,
                          /*with_raw=*/true);
 }
