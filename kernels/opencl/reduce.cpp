@@ -74,9 +74,13 @@ bool register_reduce(const std::string& op, const char* op_source) {
   // "": f32 at depth 4; f16/bf16 as "raw128" (H200, 2026-11-21, session 4: sum bf16 at 16384 x
   // 8192 63 us against 93 at depth 4, 102% of copy against 69%; raw128 checked on NVIDIA's
   // OpenCL for every op and dtype, 252 cases; f16 and max/mean/norm2 not timed yet, same loads).
-  const auto run_default = [op, source](OpCall& call) {
-    return call.problem.dtype == DType::f32 ? run_reduce(call, op, source, 4)
-                                            : run_reduce(call, op, source, 8, true, 128);
+  // Except max: raw128 measured 311 us for f16 and bf16 at 16384 x 8192 on the H200 (20% of copy,
+  // session 5, every other reduction at 97-104%), where depth 4 measured 125 us in session 3, so
+  // max's 16-bit rows stay at depth 4 until the cause is found.
+  const bool raw128_16bit = op != "max";
+  const auto run_default = [op, source, raw128_16bit](OpCall& call) {
+    return call.problem.dtype == DType::f32 || !raw128_16bit ? run_reduce(call, op, source, 4)
+                                                             : run_reduce(call, op, source, 8, true, 128);
   };
   return register_opencl(op, float_dtypes(), run_default) &&
          // "d4": depth 4 for every dtype, each chunk converted right after its load (the 16-bit
