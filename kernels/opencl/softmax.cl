@@ -27,6 +27,30 @@ inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* 
   return softmax_z_of(dnnb_row_load(xrow, c, cols, 0.0f), mrow, mask_mode, mask_scalar, c, cols, scale, softcap);
 }
 
+#if !DNNB_ROW_PACKED
+// The rest of a row held as z in a float cache, given this item's max m: the row's max and sum
+// over the work-group, y = exp(z - max) / sum. A fully masked row (max -inf): exp(-inf - 0) = 0
+// everywhere, and y = 0 as SDPA gives. Shared by softmax_cached and its early-load form.
+inline void softmax_finish_cached(private dnnb_vec* cache, float m, global dnnb_t* yrow, int cols,
+                                  local float* scratch) {
+  m = dnnb_row_wg_max(m, scratch);
+  const float shift = m == -INFINITY ? 0.0f : m;
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    cache[k] = exp(cache[k] - shift);
+    s += dnnb_vsum(cache[k]);
+  }
+  s = dnnb_row_wg_sum(s, scratch);
+  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+#pragma unroll
+  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
+    const int c = dnnb_chunk_col(k);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
+  }
+}
+#endif
+
 #if DNNB_ROW_EARLY
 // Early loads (row_body.cl): the mask mode is a build option (-DDNNB_SOFTMAX_MASK=0|1|2, set
 // by the host for early plans; the mask_mode argument then must match it), so a kernel without
@@ -92,21 +116,7 @@ inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mr
     cache[k] = SOFTMAX_Z(dnnb_raw_get(xraw[k]), k);
     m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
   }
-  m = dnnb_row_wg_max(m, scratch);
-  const float shift = m == -INFINITY ? 0.0f : m;
-  float s = 0.0f;
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    cache[k] = exp(cache[k] - shift);
-    s += dnnb_vsum(cache[k]);
-  }
-  s = dnnb_row_wg_sum(s, scratch);
-  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
-  }
+  softmax_finish_cached(cache, m, yrow, cols, scratch);
 #endif
 }
 #endif
@@ -184,22 +194,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
     }
 #endif
-    m = dnnb_row_wg_max(m, scratch);
-    // A fully masked row (m = -inf): exp(-inf - 0) = 0 everywhere, and y = 0 as SDPA gives.
-    const float shift = m == -INFINITY ? 0.0f : m;
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      cache[k] = exp(cache[k] - shift);
-      s += dnnb_vsum(cache[k]);
-    }
-    s = dnnb_row_wg_sum(s, scratch);
-    const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      const int c = dnnb_chunk_col(k);
-      if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
-    }
+    softmax_finish_cached(cache, m, yrow, cols, scratch);
 #endif
 #endif  // DNNB_ROW_EARLY
   }
