@@ -205,11 +205,12 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // rows 16-byte aligned with cols % kVec == 0 (whole 16-byte copies), in persistent blocks of
 // cols / 32 threads (<= 256) that keep the next kStages - 1 rows of x in flight in shared memory
 // while the current row is reduced and written. The row math is softmax_regs_rows' except the
-// order of each thread's sum (four partial sums, session 5), so results can differ from the
-// register kernel's in the last bit of the f32 sum, far below the output's rounding. The mask (any broadcast, may hold -inf) is read from global memory
-// when the row is processed (it is usually a broadcast that stays in L1/L2); softcap, scale and
-// cross_entropy_bwd's epilogue as in the default. Every other row shape falls back to the
-// default plan (launch_softmax_rows).
+// order of each thread's sum (four partial sums, session 5) and, in 16 bits, one (max, sum)
+// reduction (block_max_sum_log2), so results can differ from the register kernel's by a few f32
+// roundings, far below the output's. The mask (any broadcast, may hold -inf) is read from
+// global memory when the row is processed (it is usually a broadcast that stays in L1/L2);
+// softcap, scale and cross_entropy_bwd's epilogue as in the default. Every other row shape falls
+// back to the default plan (launch_softmax_rows).
 // Shared memory: f32 2 stages x 32 KB (3 blocks: 192 KB per SM, 2 rows = 64 KB per SM ahead of
 // the 3 being processed); f16/bf16 3 stages x 16 KB (3 blocks: 144 KB, 6 rows = 96 KB ahead).
 // Launch shapes (row_pipe.cuh, RowPipeShape): the default takes 16 columns per thread in blocks
