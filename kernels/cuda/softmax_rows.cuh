@@ -274,8 +274,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   constexpr int S = kSoftmaxPipeStages<T>;
   extern __shared__ float4 pipe_smem[];
   T* const stages = reinterpret_cast<T*>(pipe_smem);
-  __shared__ float scratch[2][32];  // max, then sum: alternating buffers, safe across rows
-  __shared__ float pair_scratch[2][2][32];  // 16-bit: (max, sum) slots by row parity
+  // Reduction slots [row parity][max, sum][warp]. 16-bit rows alternate the two parities (one
+  // (max, sum) reduction per row, block_max_sum_log2); f32 rows use parity 0 only, max then sum
+  // in different buffers, which is safe across rows (each row's second reduction separates them).
+  __shared__ float scratch[2][2][32];
   const int group = blockDim.x;     // one row per block at a time
   const int t = threadIdx.x;
   const int cols = static_cast<int>(a.cols);  // <= kSoftmaxPipeMaxCols
@@ -289,7 +291,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
                                   group, cols);
   }
   int cur = 0;     // stage of `row`
-  int parity = 0;  // pair_scratch slots of this row
+  int parity = 0;  // scratch slots of this row (16-bit)
   for (int64_t row = blockIdx.x; row < a.rows; row += step) {
     const int64_t ahead = row + (S - 1) * step;
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
@@ -354,12 +356,12 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
           s4[k % 4] += z[j][k];
         }
       const float2 row = block_max_sum_log2(m_t, (s4[0] + s4[1]) + (s4[2] + s4[3]), exp_mul, group,
-                                            pair_scratch[parity]);
+                                            scratch[parity]);
       const float row_inv_sum = row.y > 0.f ? 1.f / row.y : 0.f;  // fully masked row: 0
       inv_sum = rescale_sum_log2(row_inv_sum, m_t, row.x, exp_mul);
       parity ^= 1;
     } else {
-      const float m = block_row_max(z, group, scratch[0]);
+      const float m = block_row_max(z, group, scratch[0][0]);
       const float shift = m == -INFINITY ? 0.f : m;  // fully masked row: every exp is 0
 #pragma unroll
       for (int j = 0; j < VPT; ++j)
@@ -368,7 +370,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
           z[j][k] = expf(z[j][k] - shift);
           s4[k % 4] += z[j][k];
         }
-      const float s = group_reduce((s4[0] + s4[1]) + (s4[2] + s4[3]), SumOp{}, 0.f, group, scratch[1]);
+      const float s = group_reduce((s4[0] + s4[1]) + (s4[2] + s4[3]), SumOp{}, 0.f, group, scratch[0][1]);
       inv_sum = s > 0.f ? 1.f / s : 0.f;
     }
 
