@@ -10,7 +10,10 @@
 // Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel,
 // equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
 // f32 295 us against 452, bf16 201 against 297; session 4: bf16 with 4 blocks per SM, 161 us);
-// "pipe32", "pipe4", "pipe16" the pipe kernel's launch shapes (softmax.cu); "occ" places 1025..8192 classes 3 rows per SM
+// "pipe32", "pipe4", "pipe16" the pipe kernel's launch shapes (softmax.cu; session 6 on the H200,
+// bf16 at 16384 x 8192: pipe16 66.6% of copy against the default's 83.5, also with 4 stages
+// (66.2) or without the exact-row kernel (63.2): the 16-bit softmax's shape does not carry over);
+// "occ" places 1025..8192 classes 3 rows per SM
 // with the 2-instruction exp for bf16 (the default from the first H200 run that day: f32 452 us
 // against 578, bf16 312 against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the
 // default before.

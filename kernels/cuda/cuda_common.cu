@@ -58,6 +58,19 @@ Result<cudaMemPool_t> scratch_pool(int ordinal) {
 }
 }  // namespace
 
+Result<unsigned*> grid_done_counter(const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<int, unsigned*> counters;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = counters.find(device.ordinal()); it != counters.end()) return it->second;
+  void* counter = nullptr;
+  DNNB_CUDA_TRY(cudaMalloc(&counter, sizeof(unsigned)));
+  // Zeroed in the stream, so any later launch on it sees 0; never freed (the process's).
+  DNNB_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(unsigned), device.stream()));
+  counters[device.ordinal()] = static_cast<unsigned*>(counter);
+  return static_cast<unsigned*>(counter);
+}
+
 Result<StreamScratch> StreamScratch::allocate(const CudaDevice& device, size_t bytes) {
   auto pool = scratch_pool(device.ordinal());
   if (!pool) return pool.status();

@@ -358,6 +358,11 @@ class StreamScratch {
   cudaStream_t stream_ = nullptr;
 };
 
+// A zeroed device counter, one per device, allocated on first use and kept for the process: for
+// kernels whose last block finishes a reduction ("last block done"), which must put it back to 0
+// before they end. Its users launch only on the device's stream, so launches never overlap on it.
+Result<unsigned*> grid_done_counter(const CudaDevice& device);
+
 // Registers one CUDA implementation; `extra` adds op-specific checks to supports().
 bool register_cuda(std::string op, std::string variant, std::initializer_list<DType> dtypes,
                    std::function<Status(OpCall&)> run,

@@ -36,6 +36,7 @@ bool register_layernorm(const char* variant, NormPlan plan) {
 DNNB_REGISTER(register_layernorm("", NormPlan::pipe));
 DNNB_REGISTER(register_layernorm("pipe32", NormPlan::pipe32));
 DNNB_REGISTER(register_layernorm("pipe4", NormPlan::pipe4));
+DNNB_REGISTER(register_layernorm("pipe16s3", NormPlan::pipe16s3));
 DNNB_REGISTER(register_layernorm("packed", NormPlan::packed));
 DNNB_REGISTER(register_layernorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_layernorm("smem", NormPlan::smem));

@@ -279,13 +279,13 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // (stages of 16 KB) while the current row is reduced and written. The row math is
 // norm_packed_kernel's except each thread's sums, taken in four partial sums (session 5), so
 // results differ from "packed" within the rounding of an f32 sum.
-// w and b are copied once per block into shared memory (each thread its own vectors, read back
-// by that thread: no barrier): with the row stages taking most of the SM's shared memory, the L1
-// left could not hold them, and re-reading them from L2 for every row would be as much L2
-// traffic as x itself; in registers (16 each per thread) they spill at 3 blocks per SM.
-// Per SM (3 blocks, <= 80 registers): layernorm 3 x (2 stages of 16 KB + 32 KB of w and b) =
-// 192 KB, one row per block (48 KB) ahead; rmsnorm 3 x (3 stages + 16 KB of w) = 192 KB, two
-// rows per block (96 KB) ahead.
+// w + w_offset and b are converted to f32 once per block into shared memory (each thread its own
+// vectors, read back by that thread: no barrier): with the row stages taking most of the SM's
+// shared memory, the L1 left could not hold them, and re-reading them from L2 for every row would
+// be as much L2 traffic as x itself; in registers (16 each per thread) they spill.
+// Per SM (the default: 2 blocks of 512 threads, 2 stages of 16 KB): layernorm 2 x (32 KB + 64 KB
+// of f32 w and b) = 192 KB, rmsnorm 2 x (32 KB + 32 KB) = 128 KB, one row per block ahead (2
+// stages beat rmsnorm's earlier 3, session 6: row_pipe.cuh).
 // Not taken (the default plan runs instead): f32 (already at the copy rate with the default),
 // other lengths, unaligned rows.
 // Launch shapes (row_pipe.cuh, RowPipeShape): the default 16 columns per thread in blocks of 512,
@@ -294,15 +294,16 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // "pipe32" the earlier 32 columns per thread and 3 blocks per SM (<= 80 registers); "pipe4" 4
 // blocks (<= 64 registers: spills 32-72 bytes for bf16, slower).
 template <bool kLayerNorm>
-inline constexpr int kNormPipeStages = kLayerNorm ? 2 : 3;
+inline constexpr int kNormPipeStages = 2;  // rmsnorm had 3 until session 6 (row_pipe.cuh)
 inline constexpr int64_t kNormPipeMaxCols = kRowPipeMaxCols;
 
-// Dynamic shared memory of norm_pipe_kernel: the stages, then w, then b (layernorm), each
-// `block` x kEpt elements.
+// Dynamic shared memory of norm_pipe_kernel: the stages (`block` x kEpt elements each), then
+// w + w_offset and b (layernorm) as f32 (`block` x kEpt floats each).
 template <typename T, bool kLayerNorm, typename Shape>
 inline int norm_pipe_smem_bytes(int block) {
-  return (kNormPipeStages<kLayerNorm> + (kLayerNorm ? 2 : 1)) * block * Shape::kEpt *
-         static_cast<int>(sizeof(T));
+  return (kPipeStages<Shape, kNormPipeStages<kLayerNorm>> * static_cast<int>(sizeof(T)) +
+          (kLayerNorm ? 2 : 1) * static_cast<int>(sizeof(float))) *
+         block * Shape::kEpt;
 }
 
 // kExact: the row is exactly blockDim.x * Shape::kEpt columns, so every vector of every thread is
@@ -313,13 +314,17 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   static_assert(sizeof(T) == 2, "the pipe norm kernel holds 16-bit rows");
   constexpr int W = kVec<T>;
   constexpr int VPT = Shape::kEpt / W;
-  constexpr int S = kNormPipeStages<kLayerNorm>;
+  constexpr int S = kPipeStages<Shape, kNormPipeStages<kLayerNorm>>;
   extern __shared__ float4 pipe_smem[];
   const int group = blockDim.x;  // one row per block at a time
   const int stage_elems = group * Shape::kEpt;
   T* const stages = reinterpret_cast<T*>(pipe_smem);
-  T* const w_smem = stages + S * stage_elems;
-  T* const b_smem = w_smem + stage_elems;  // layernorm only
+  // w + w_offset and b as f32, converted once per block (session 6: the per-row conversions and
+  // the offset add were 2-3 of the ~18 instructions per element). Float4 k of vector j of thread
+  // t at [(j * kF4 + k) * group + t]: a warp's 16-byte reads are contiguous (no bank conflicts).
+  constexpr int kF4 = W / 4;
+  float4* const w_smem = reinterpret_cast<float4*>(stages + S * stage_elems);
+  float4* const b_smem = w_smem + VPT * kF4 * group;  // layernorm only
   // Block reductions alternate between the two buffers (layernorm: mean, variance; rmsnorm: by
   // row parity), so no reduction overwrites a buffer a slower warp still reads.
   __shared__ float scratch[2][32];
@@ -339,12 +344,17 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   for (int j = 0; j < VPT; ++j) {  // this thread's w and b vectors, once (any layout of w, b)
     const int c = (j * group + t) * W;
     if (inside(j)) {
-      Vec16<T> v;
-      load_raw_vec<T, int>(v, a.w.data, a.w.ri.col_stride, a.w.vec, c, cols);
-      *reinterpret_cast<Vec16<T>*>(w_smem + c) = v;
+      float v[W];
+      load_vec<T, int>(v, a.w, a.w.data, c, cols, 0.f);
+#pragma unroll
+      for (int k = 0; k < kF4; ++k)
+        w_smem[(j * kF4 + k) * group + t] = make_float4(v[4 * k] + a.w_offset, v[4 * k + 1] + a.w_offset,
+                                                        v[4 * k + 2] + a.w_offset, v[4 * k + 3] + a.w_offset);
       if constexpr (kLayerNorm) {
-        load_raw_vec<T, int>(v, a.b.data, a.b.ri.col_stride, a.b.vec, c, cols);
-        *reinterpret_cast<Vec16<T>*>(b_smem + c) = v;
+        load_vec<T, int>(v, a.b, a.b.data, c, cols, 0.f);
+#pragma unroll
+        for (int k = 0; k < kF4; ++k)
+          b_smem[(j * kF4 + k) * group + t] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
       }
     }
   }
@@ -407,21 +417,26 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     for (int j = 0; j < VPT; ++j) {
       const int c = (j * group + t) * W;
       if (inside(j)) {
-        const Vec16<T> wv = *reinterpret_cast<const Vec16<T>*>(w_smem + c);
-        Vec16<T> bv;
-        if constexpr (kLayerNorm) bv = *reinterpret_cast<const Vec16<T>*>(b_smem + c);
         float w[W];
         float b[W];
 #pragma unroll
-        for (int k = 0; k < W; ++k) {
-          w[k] = element_float(wv, k);
-          if constexpr (kLayerNorm)
-            b[k] = element_float(bv, k);
-          else
-            b[k] = 0.f;  // unused
+        for (int k = 0; k < kF4; ++k) {
+          const float4 w4 = w_smem[(j * kF4 + k) * group + t];
+          w[4 * k] = w4.x;
+          w[4 * k + 1] = w4.y;
+          w[4 * k + 2] = w4.z;
+          w[4 * k + 3] = w4.w;
+          float4 b4 = make_float4(0.f, 0.f, 0.f, 0.f);  // rmsnorm: unused
+          if constexpr (kLayerNorm) b4 = b_smem[(j * kF4 + k) * group + t];
+          b[4 * k] = b4.x;
+          b[4 * k + 1] = b4.y;
+          b[4 * k + 2] = b4.z;
+          b[4 * k + 3] = b4.w;
         }
         float o[W];
-        normalize_vec<T, kLayerNorm>(o, v[j], w, b, mean, rstd, a.w_offset);
+        // w already holds w + w_offset (the f32 sum normalize_vec would take: the same bits);
+        // adding -0 changes no value (not even a zero's sign), so the compiler drops the add.
+        normalize_vec<T, kLayerNorm>(o, v[j], w, b, mean, rstd, -0.f);
         if constexpr (kExact) {  // whole aligned vectors (y rows checked by the launcher)
           Vec16<T> p;
 #pragma unroll
@@ -473,16 +488,18 @@ enum class NormPlan {
            // shape until 2026-11-21, session 4)
   pipe4,   // as pipe with 4 blocks per SM (RowPipe32x4)
   pipe16,  // as pipe with 16 columns per thread in blocks of up to 512 (RowPipe16x2: the default)
+  pipe16s3,  // as pipe16 with 3 stages (rmsnorm's default until 2026-11-21, session 6)
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   if (plan == NormPlan::pipe || plan == NormPlan::pipe32 || plan == NormPlan::pipe4 ||
-      plan == NormPlan::pipe16) {
-    auto launched = plan == NormPlan::pipe32  ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a)
-                    : plan == NormPlan::pipe4 ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x4>(device, a)
-                                              : try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2>(device, a);
+      plan == NormPlan::pipe16 || plan == NormPlan::pipe16s3) {
+    auto launched = plan == NormPlan::pipe32     ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a)
+                    : plan == NormPlan::pipe4    ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x4>(device, a)
+                    : plan == NormPlan::pipe16s3 ? try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2s3>(device, a)
+                                                 : try_launch_norm_pipe<T, kLayerNorm, RowPipe16x2>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = NormPlan::packed;

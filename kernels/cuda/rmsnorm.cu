@@ -51,6 +51,7 @@ bool register_rmsnorm(const char* variant, NormPlan plan) {
 DNNB_REGISTER(register_rmsnorm("", NormPlan::pipe));
 DNNB_REGISTER(register_rmsnorm("pipe32", NormPlan::pipe32));
 DNNB_REGISTER(register_rmsnorm("pipe4", NormPlan::pipe4));
+DNNB_REGISTER(register_rmsnorm("pipe16s3", NormPlan::pipe16s3));
 DNNB_REGISTER(register_rmsnorm("packed", NormPlan::packed));
 DNNB_REGISTER(register_rmsnorm("regs", NormPlan::regs));
 DNNB_REGISTER(register_rmsnorm("smem", NormPlan::smem));

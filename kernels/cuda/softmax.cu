@@ -6,12 +6,14 @@
 //              that prefetch the next rows into shared memory with cp.async while reducing the
 //              current one (softmax_pipe_kernel: f32 equal to "occ" bit for bit; f16/bf16
 //              with the scale folded into the exp when there is no mask or softcap, and 16
-//              columns per thread in blocks of 512); other shapes as "occ" (promoted from
-//              "pipe" after the H200 run of 2026-11-21, session 3: f32 297 us against 435,
-//              f16/bf16 161-163 against 283-287 at 16384 x 8192; session 4: 16-bit 148-152);
+//              columns per thread in blocks of 512, 2 stages; f32 4 stages); other shapes as
+//              "occ" (promoted from "pipe" after the H200 run of 2026-11-21, session 3: f32 297
+//              us against 435, f16/bf16 161-163 against 283-287 at 16384 x 8192; session 4:
+//              16-bit 148-152; session 6: 16-bit 142, f32 270);
 //   "pipe32"   the pipe kernel with 32 columns per thread, 3 blocks per SM, for every dtype
-//              (the 16-bit default until session 4); "pipe4" with 4 blocks per SM; "pipe16"
-//              with 16 columns per thread for every dtype (row_pipe.cuh, RowPipeShape);
+//              (the 16-bit default until session 4, f32's until session 6); "pipe4" with 4
+//              blocks per SM; "pipe16" with 16 columns per thread and 2 stages for every dtype;
+//              "pipe16s3", "pipe16s4" with 3 and 4 stages (row_pipe.cuh, RowPipeShape);
 //   "occ"      rows of 1025..8192 columns in registers with 3 rows per SM, f16/bf16 with the
 //              2-instruction exp (ex2.approx, error bound in cuda_common.cuh), f32 with expf;
 //              other lengths as "reg2" (the default from the first H200 run of 2026-11-21);
@@ -98,6 +100,8 @@ DNNB_REGISTER(register_softmax("", SoftmaxPlan::pipe));
 DNNB_REGISTER(register_softmax("pipe32", SoftmaxPlan::pipe32));
 DNNB_REGISTER(register_softmax("pipe4", SoftmaxPlan::pipe4));
 DNNB_REGISTER(register_softmax("pipe16", SoftmaxPlan::pipe16));
+DNNB_REGISTER(register_softmax("pipe16s3", SoftmaxPlan::pipe16s3));
+DNNB_REGISTER(register_softmax("pipe16s4", SoftmaxPlan::pipe16s4));
 DNNB_REGISTER(register_softmax("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_softmax("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_softmax("reg2", SoftmaxPlan::reg2));

@@ -211,15 +211,17 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // global memory when the row is processed (it is usually a broadcast that stays in L1/L2);
 // softcap, scale and cross_entropy_bwd's epilogue as in the default. Every other row shape falls
 // back to the default plan (launch_softmax_rows).
-// Shared memory: f32 2 stages x 32 KB (3 blocks: 192 KB per SM, 2 rows = 64 KB per SM ahead of
-// the 3 being processed); f16/bf16 3 stages x 16 KB (3 blocks: 144 KB, 6 rows = 96 KB ahead).
+// Shared memory (session 6, row_pipe.cuh): f32 softmax 4 stages x 32 KB (one block of 512 per
+// SM: 3 rows = 96 KB ahead of the one being processed); f16/bf16 2 stages x 16 KB (2 blocks of
+// 512: 2 rows = 32 KB ahead); cross_entropy_bwd f32 2 x 32 KB (3 blocks of 256), 16-bit 2 x 16 KB
+// (4 blocks of 256).
 // Launch shapes (row_pipe.cuh, RowPipeShape): the default takes 16 columns per thread in blocks
 // of 512 for 16-bit softmax (measured 2026-11-21 as variant "pipe16": bf16 148 us against 159,
 // f16 152 against 159), 32 columns and 4 blocks per SM for 16-bit cross_entropy_bwd ("pipe4": bf16
 // 161 against 173), and 32 columns and 3 blocks for f32 (the variants were not faster there).
 inline constexpr int64_t kSoftmaxPipeMaxCols = kRowPipeMaxCols;
 template <typename T>
-inline constexpr int kSoftmaxPipeStages = sizeof(T) == 4 ? 2 : 3;
+inline constexpr int kSoftmaxPipeStages = 2;  // (row_pipe.cuh: the session-6 stage counts)
 
 // s * 2^((m - to) * c), the rescale of a partial sum taken relative to max m onto max to >= m;
 // 0 when m is -inf (an empty or fully masked part: s is 0 and m - to would be NaN).
@@ -271,7 +273,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   static_assert(!kExact || kPlain, "only the plain path has an exact-row form");
   constexpr int W = kVec<T>;
   constexpr int VPT = Shape::kEpt / W;
-  constexpr int S = kSoftmaxPipeStages<T>;
+  constexpr int S = kPipeStages<Shape, kSoftmaxPipeStages<T>>;
   extern __shared__ float4 pipe_smem[];
   T* const stages = reinterpret_cast<T*>(pipe_smem);
   // Reduction slots [row parity][max, sum][warp]. 16-bit rows alternate the two parities (one
@@ -414,7 +416,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 template <typename T, typename Shape>
 Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
   constexpr int W = kVec<T>;
-  constexpr int S = kSoftmaxPipeStages<T>;
+  constexpr int S = kPipeStages<Shape, kSoftmaxPipeStages<T>>;
   if (a.cols <= 32 * 32 || a.cols > kSoftmaxPipeMaxCols || a.cols % W != 0 || !a.x.vec)
     return false;
   const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
@@ -562,6 +564,8 @@ enum class SoftmaxPlan {
              // the default's shape for every dtype until 2026-11-21, session 4)
   pipe4,     // as pipe, 4 blocks per SM (RowPipe32x4)
   pipe16,    // as pipe, 16 columns per thread in blocks of up to 512 (RowPipe16x2)
+  pipe16s3,  // as pipe16 with 3 stages (the 16-bit default until 2026-11-21, session 6)
+  pipe16s4,  // as pipe16 with 4 stages (RowPipe16x2s4: the f32 softmax default since session 6)
 };
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
@@ -570,11 +574,14 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   if (plan == SoftmaxPlan::pipe && sizeof(T) == 2) plan = a.target != nullptr ? SoftmaxPlan::pipe4 : SoftmaxPlan::pipe16;
+  if (plan == SoftmaxPlan::pipe && sizeof(T) == 4 && a.target == nullptr) plan = SoftmaxPlan::pipe16s4;
   if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
-      plan == SoftmaxPlan::pipe16) {
-    auto launched = plan == SoftmaxPlan::pipe4    ? try_launch_softmax_pipe<T, RowPipe32x4>(device, a)
-                    : plan == SoftmaxPlan::pipe16 ? try_launch_softmax_pipe<T, RowPipe16x2>(device, a)
-                                                  : try_launch_softmax_pipe<T, RowPipe32x3>(device, a);
+      plan == SoftmaxPlan::pipe16 || plan == SoftmaxPlan::pipe16s3 || plan == SoftmaxPlan::pipe16s4) {
+    auto launched = plan == SoftmaxPlan::pipe4      ? try_launch_softmax_pipe<T, RowPipe32x4>(device, a)
+                    : plan == SoftmaxPlan::pipe16   ? try_launch_softmax_pipe<T, RowPipe16x2>(device, a)
+                    : plan == SoftmaxPlan::pipe16s3 ? try_launch_softmax_pipe<T, RowPipe16x2s3>(device, a)
+                    : plan == SoftmaxPlan::pipe16s4 ? try_launch_softmax_pipe<T, RowPipe16x2s4>(device, a)
+                                                    : try_launch_softmax_pipe<T, RowPipe32x3>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = SoftmaxPlan::occ;

@@ -63,3 +63,75 @@ kernel void binary_2d(const global dnnb_t* a, long a_off, long a_rs, int a_cs, c
     }
   }
 }
+
+// ---- binary_tile (variants "rows4", "rows8", div's "rows4r"; docs/opencl.md, session 6) ----------
+// binary_2d's broadcasts with each operand's layout built in and DNNB_TILE_ROWS rows of one column
+// chunk per work-item. binary_2d pays per 16-byte chunk three 64-bit row-pointer products and the
+// grid loops, and (a_cs, b_cs being arguments) each operand's load and conversion sit in their own
+// branch, so the a and b loads wait on each other; a 16-bit broadcast counts only 2 + 2 bytes per
+// element, so its element must cost less than a same-shape one's to reach the same % of copy.
+//   -DDNNB_A_MODE, -DDNNB_B_MODE: 0 [R, C] (a chunk per row), 1 [R, 1] (a value per row),
+//                                 2 [1, C] (one chunk for every row), 3 [1, 1] (one value).
+// A full tile has no branch: all its loads are issued (chunks as storage bits) before any
+// conversion or store (a store may alias a later load, so the compiler would not hoist the loads
+// over it); a [1, C] chunk is loaded and widened once per tile; row pointers step by the stride.
+#if defined(DNNB_TILE_ROWS)
+#if !defined(DNNB_A_MODE) || !defined(DNNB_B_MODE)
+#error "binary_tile needs -DDNNB_A_MODE and -DDNNB_B_MODE"
+#endif
+#define DNNB_MODE_CHUNK(m) (((m) & 1) == 0)  // 0, 2: chunks of the row; 1, 3: one value
+#define DNNB_MODE_PER_ROW(m) ((m) < 2)       // 0, 1: a load per row; 2, 3: one per tile
+// Tile row j of operand X (A or B; p = a or b): loaded into slot j, or slot 0 once per tile.
+#define DNNB_TILE_LOAD(X, p, j, c)                                                  \
+  if (DNNB_MODE_PER_ROW(DNNB_##X##_MODE) || (j) == 0) {                             \
+    if (DNNB_MODE_CHUNK(DNNB_##X##_MODE)) raw_##p[j] = dnnb_raw_full(p##row + (c)); \
+    else val_##p[j] = DNNB_LOAD(p##row, 0);                                         \
+  }
+#define DNNB_TILE_GET(X, p, k) \
+  (DNNB_MODE_CHUNK(DNNB_##X##_MODE) ? dnnb_raw_get(raw_##p[k]) : (dnnb_vec)(val_##p[k]))
+
+kernel void binary_tile(const global dnnb_t* a, long a_off, long a_rs, const global dnnb_t* b, long b_off,
+                        long b_rs, global dnnb_t* y, long y_off, long y_rs, long rows, int cols) {
+  const long row_step = (long)get_global_size(1) * DNNB_TILE_ROWS;
+  for (int c = (int)get_global_id(0) * DNNB_VW; c < cols; c += (int)get_global_size(0) * DNNB_VW) {
+    for (long r0 = (long)get_global_id(1) * DNNB_TILE_ROWS; r0 < rows; r0 += row_step) {
+      const global dnnb_t* arow = a + a_off + r0 * a_rs;
+      const global dnnb_t* brow = b + b_off + r0 * b_rs;
+      global dnnb_t* yrow = y + y_off + r0 * y_rs;
+      if (c + DNNB_VW <= cols && r0 + DNNB_TILE_ROWS <= rows) {
+        // Slots a mode does not load are never read; every index is a constant after unrolling.
+        dnnb_raw_t raw_a[DNNB_TILE_ROWS], raw_b[DNNB_TILE_ROWS];
+        float val_a[DNNB_TILE_ROWS], val_b[DNNB_TILE_ROWS];
+#pragma unroll
+        for (int j = 0; j < DNNB_TILE_ROWS; ++j) {
+          DNNB_TILE_LOAD(A, a, j, c)
+          DNNB_TILE_LOAD(B, b, j, c)
+          arow += a_rs;
+          brow += b_rs;
+        }
+        const dnnb_vec va0 = DNNB_TILE_GET(A, a, 0);  // once per tile for modes 2 and 3
+        const dnnb_vec vb0 = DNNB_TILE_GET(B, b, 0);
+#pragma unroll
+        for (int j = 0; j < DNNB_TILE_ROWS; ++j) {
+          const dnnb_vec va = DNNB_MODE_PER_ROW(DNNB_A_MODE) && j > 0 ? DNNB_TILE_GET(A, a, j) : va0;
+          const dnnb_vec vb = DNNB_MODE_PER_ROW(DNNB_B_MODE) && j > 0 ? DNNB_TILE_GET(B, b, j) : vb0;
+          dnnb_vstore_full(DNNB_BINARY_V(va, vb), yrow + c);
+          yrow += y_rs;
+        }
+      } else {
+        // The last rows or a partial last chunk: row by row, bounds-checked.
+        for (int j = 0; j < DNNB_TILE_ROWS && r0 + j < rows; ++j) {
+          const dnnb_vec va =
+              DNNB_MODE_CHUNK(DNNB_A_MODE) ? dnnb_row_load(arow, c, cols, 0.0f) : (dnnb_vec)(DNNB_LOAD(arow, 0));
+          const dnnb_vec vb =
+              DNNB_MODE_CHUNK(DNNB_B_MODE) ? dnnb_row_load(brow, c, cols, 1.0f) : (dnnb_vec)(DNNB_LOAD(brow, 0));
+          dnnb_row_store(yrow, c, cols, DNNB_BINARY_V(va, vb));
+          arow += a_rs;
+          brow += b_rs;
+          yrow += y_rs;
+        }
+      }
+    }
+  }
+}
+#endif

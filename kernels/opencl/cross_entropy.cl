@@ -37,7 +37,9 @@ DNNB_ROW_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, c
 #else
         const float xt = (t >= 0 && t < cols) ? DNNB_LOAD(row, t) : NAN;
 #endif
-        partial[2 * r] = log(s) + (m - xt);
+        // s carries dnnb_row_exp's 2^DNNB_EXP16_BIAS (1 outside the 16-bit fast-exp plans);
+        // the row max's own term is ~2^bias, so s * 2^-bias is normal and the unscaling exact.
+        partial[2 * r] = log(s * DNNB_EXP16_UNBIAS) + (m - xt);
         partial[2 * r + 1] = 1.0f;
       }
     }

@@ -88,9 +88,14 @@ bool register_cross_entropy() {
   // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
   // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
   // f32 157 us against 170, bf16 129 against 145.
-  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg256r, RowVariant::wg128pr};
+  // Session 6 (H200, 16384 x 8192, one run, docs/opencl.md): f32 wg128pr 148 us (85.0%) against
+  // wg256r's 154 (81.9%); bf16 wg128pr with the early loads and the fast exp ("wg128pren") 119 us
+  // (53.1%) against 128 (49.1%); both checked there.
+  const RowDefaults defaults{RowVariant::wg128pr, RowVariant::wg128pr, RowVariant::wg128pren};
+  // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
+  // bf16 default's plan (wg128pr), its early-load twin, and the unpacked wg128r.
   return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy,
-                         /*with_raw=*/true);
+                         /*with_raw=*/true, {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn});
 }
 
 }  // namespace

@@ -89,9 +89,14 @@ bool register_cross_entropy_bwd() {
   // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
   // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
   // f32 289 us against 295, bf16 224 against 320.
-  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128pr};
+  // Session 6 (H200, 16384 x 8192, one run, docs/opencl.md): bf16 wg128pr with the fast exp
+  // ("wg128prn") 190 us (66.2%) against 218 (57.9%); checked there.
+  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128prn};
+  // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
+  // bf16 default's plan (wg128pr, two exps per element), its early-load twin, and the unpacked
+  // wg128r (one exp per element, twice the registers).
   return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd,
-                         /*with_raw=*/true);
+                         /*with_raw=*/true, {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn});
 }
 
 }  // namespace

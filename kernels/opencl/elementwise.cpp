@@ -52,6 +52,41 @@ Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string&
   return true;
 }
 
+// binary_tile (binary_body.cl): the views binary_2d takes, `tile_rows` rows of one column chunk per
+// work-item, each operand's layout built in as a mode; false when a, b or y is not such a view.
+// div_recip: div's DNNB_DIV_RECIP=1 (div.cl; f16/bf16).
+Result<bool> try_binary_tile(OpenCLDevice& device, DType dtype, const std::string& program_name,
+                             const std::string& source, const Tensor& a, const ClRows& ar, const Tensor& b,
+                             const ClRows& br, const Tensor& y, const ClRows& yr, int tile_rows, bool div_recip) {
+  cl_long a_rs = 0, b_rs = 0, y_rs = 0;
+  if (!two_d(ar, &a_rs) || !two_d(br, &b_rs) || !two_d(yr, &y_rs) || yr.col_stride != 1 || yr.cols >= kRowMaxCols)
+    return false;
+  bool aligned = true;
+  for (const ClRows* v : {&ar, &br, &yr}) {
+    if (v->col_stride != 1) continue;
+    auto ok = rows_chunk_aligned(device, dtype, {*v});
+    if (!ok) return ok.status();
+    aligned = aligned && *ok;
+  }
+  // 0 [R, C], 1 [R, 1], 2 [1, C], 3 [1, 1] (binary_body.cl); a row stride of 0 repeats one row.
+  const auto mode = [](const ClRows& v, cl_long rs) { return (v.col_stride == 1 ? 0 : 1) + (rs == 0 ? 2 : 0); };
+  const std::string options = row_options(device, dtype, 1, aligned) + " -DDNNB_TILE_ROWS=" +
+                              std::to_string(tile_rows) + " -DDNNB_A_MODE=" + std::to_string(mode(ar, a_rs)) +
+                              " -DDNNB_B_MODE=" + std::to_string(mode(br, b_rs)) +
+                              (div_recip ? " -DDNNB_DIV_RECIP=1" : "");
+  auto kernel = opencl_kernel(device, program_name, source, "binary_tile", options);
+  if (!kernel) return kernel.status();
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(a)).add(ar.offset).add(a_rs);
+  args.add(cl_buffer(b)).add(br.offset).add(b_rs);
+  args.add(cl_buffer(y)).add(yr.offset).add(y_rs).add(yr.rows).add(static_cast<cl_int>(yr.cols));
+  DNNB_TRY(args.status());
+  // Dimension 1 walks tiles of rows (the kernel loops over the rest).
+  DNNB_TRY(launch_elementwise_rows(device, *kernel, (yr.rows + tile_rows - 1) / tile_rows, yr.cols,
+                                   program_name + "/binary_tile", row_chunk_width(dtype)));
+  return true;
+}
+
 }  // namespace
 
 Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks,
@@ -102,7 +137,7 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
 }
 
 Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path,
-                  bool raw) {
+                  bool raw, int tile_rows, bool div_recip) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -131,7 +166,12 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
   if (!br) return br.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (two_d_path) {
+  if (tile_rows > 0) {
+    auto done = try_binary_tile(**device, call.problem.dtype, program_name, source, *a, *ar, *b, *br, y, *yr,
+                                tile_rows, div_recip);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  } else if (two_d_path) {
     auto done = try_binary_2d(**device, call.problem.dtype, program_name, source, *a, *ar, *b, *br, y, *yr, raw);
     if (!done) return done.status();
     if (*done) return Status::ok();
@@ -175,15 +215,33 @@ bool register_unary(const std::string& op, const char* op_source, bool f32_defau
   return ok;
 }
 
-bool register_binary(const std::string& op, const char* op_source) {
+bool register_binary(const std::string& op, const char* op_source, bool div_recip) {
   std::string source = program_source({op_source, opencl_source::row_body, opencl_source::binary_body});
-  return register_opencl(op, float_dtypes(),
-                         [op, source](OpCall& call) { return run_binary(call, op, source, true); }) &&
-         register_opencl(op, "legacy", float_dtypes(),
-                         [op, source](OpCall& call) { return run_binary(call, op, source, false); }) &&
-         // "raw": binary_2d with both chunk loads issued before any conversion (16-bit broadcasts).
-         register_opencl(op, "raw", float_dtypes(),
-                         [op, source](OpCall& call) { return run_binary(call, op, source, true, true); });
+  // "": 2-D broadcasts as binary_tile with 4 rows of one column chunk per work-item (promoted from
+  // "rows4" after the H200, 2026-11-21, session 6, 16384 x 8192 in one run: add/mul/div with
+  // b = 16384x1 or 1x8192 at 92-98% of copy for every dtype, against 60-80% for 16-bit and
+  // 71-97% for f32 with binary_2d; checked there for add, sub, mul and div). Same results as before.
+  bool ok = register_opencl(op, float_dtypes(),
+                            [op, source](OpCall& call) { return run_binary(call, op, source, true, false, 4); }) &&
+            // "chunk": binary_2d, one 16-byte chunk per work-item (the default until session 6).
+            register_opencl(op, "chunk", float_dtypes(),
+                            [op, source](OpCall& call) { return run_binary(call, op, source, true); }) &&
+            register_opencl(op, "legacy", float_dtypes(),
+                            [op, source](OpCall& call) { return run_binary(call, op, source, false); }) &&
+            // "raw": binary_2d with both chunk loads issued before any conversion (16-bit broadcasts).
+            register_opencl(op, "raw", float_dtypes(),
+                            [op, source](OpCall& call) { return run_binary(call, op, source, true, true); }) &&
+            // "rows8": 2-D broadcasts take binary_tile with 8 rows of one column chunk per work-item
+            // (the default takes 4), the operand layouts built in (same results as the default;
+            // same-shape contiguous operands stay on binary_flat, other views on binary_rows).
+            register_opencl(op, "rows8", float_dtypes(),
+                            [op, source](OpCall& call) { return run_binary(call, op, source, true, false, 8); });
+  // "rows4r" (div, f16/bf16): rows4 with a * (1/b) and guards (div.cl DNNB_DIV_RECIP).
+  if (div_recip)
+    ok = register_opencl(op, "rows4r", {DType::f16, DType::bf16},
+                         [op, source](OpCall& call) { return run_binary(call, op, source, true, false, 4, true); }) &&
+         ok;
+  return ok;
 }
 
 }  // namespace dnnb::opencl

@@ -15,9 +15,11 @@ Status run_unary(OpCall& call, const std::string& program_name, const std::strin
                  int half_math = 0);
 // y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, row_body.cl,
 // binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows); raw: binary_2d
-// built with DNNB_ROW_RAW=1 (variant "raw").
+// built with DNNB_ROW_RAW=1 (variant "raw"); tile_rows > 0: 2-D broadcasts take binary_tile with
+// that many rows per work-item instead (variants "rows4", "rows8"); div_recip: binary_tile built
+// with DNNB_DIV_RECIP=1 (div's "rows4r").
 Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path,
-                  bool raw = false);
+                  bool raw = false, int tile_rows = 0, bool div_recip = false);
 
 // Register the default and the "legacy" variant (unary_flat / binary_rows only).
 // f32_default_flat: the f32 default is unary_flat (legacy) and variant "chunks" keeps
@@ -27,6 +29,8 @@ Status run_binary(OpCall& call, const std::string& program_name, const std::stri
 // tiers").
 bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat = false,
                     bool half_tier = false);
-bool register_binary(const std::string& op, const char* op_source);
+// Registers the default (binary_tile, 4 rows), "chunk", "legacy", "raw" and "rows8"; with
+// div_recip also "rows4r".
+bool register_binary(const std::string& op, const char* op_source, bool div_recip = false);
 
 }  // namespace dnnb::opencl

@@ -21,12 +21,15 @@ inline float dnnb_row_logsumexp_stats(const global dnnb_t* x, long xs, long x_cs
 // dnnb_row_lse_exp). Returns s; *m_out gets m. A row of -inf only gives m = -inf and s = 0
 // (exp(-inf - 0) = 0). Packed (DNNB_ROW_PACKED): the cache keeps x's bits and
 // dnnb_row_lse_exp recomputes the exp (the forward loss needs none; the backward pays one more).
+// The exps are dnnb_row_exp (row_body.cl): in 16-bit fast-exp plans (DNNB_HALF_MATH=2) they and
+// s carry the factor 2^DNNB_EXP16_BIAS, which the backward's e / s cancels and the forward
+// removes before its log.
 // Without row_body.cl (DNNB_ROW_VECS undefined) this part is left out.
 #ifdef DNNB_ROW_VECS
-// The exp(x - shift) of one cached chunk, shift = (m == -inf ? 0 : m).
+// The exp(x - shift) of one cached chunk (times 2^DNNB_EXP16_BIAS), shift = (m == -inf ? 0 : m).
 inline dnnb_vec dnnb_row_lse_exp(dnnb_cache_t e, float shift) {
 #if DNNB_ROW_PACKED
-  return exp(dnnb_cache_get(e) - shift);
+  return dnnb_row_exp(dnnb_cache_get(e) - shift);
 #else
   return e;
 #endif
@@ -40,9 +43,9 @@ inline float dnnb_row_lse_finish(private dnnb_cache_t* cache, float m, float* m_
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
 #if DNNB_ROW_PACKED
-    s += dnnb_vsum(exp(dnnb_cache_get(cache[k]) - shift));
+    s += dnnb_vsum(dnnb_row_exp(dnnb_cache_get(cache[k]) - shift));
 #else
-    cache[k] = exp(cache[k] - shift);
+    cache[k] = dnnb_row_exp(cache[k] - shift);
     s += dnnb_vsum(cache[k]);
 #endif
   }

@@ -1,7 +1,9 @@
-// max over the last dim on OpenCL: the reduction is in max.cl, the kernel in reduce_body.cl.
+// max over the last dim on OpenCL: the reduction is in max.cl, the kernel in reduce_body.cl; the
+// 16-bit variants "keys", "keys128" in max16.cl.
 #include "kernels/opencl/reduce.h"
+#include "kernels/opencl/max16_cl.h"
 #include "kernels/opencl/max_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_reduce("max", opencl_source::max));
+DNNB_REGISTER(register_reduce("max", opencl_source::max, opencl_source::max16));
 }  // namespace dnnb::opencl

@@ -212,11 +212,28 @@ RowPlan row_plan(RowVariant variant) {
       plan = row_plan(RowVariant::wg64pr);
       plan.early = true;
       break;
+    case RowVariant::wg128rn:  // raw and early plans with the 16-bit fast exp (f32: unchanged)
+      plan = row_plan(RowVariant::wg128r);
+      plan.fast_exp = true;
+      break;
+    case RowVariant::wg128ren:
+      plan = row_plan(RowVariant::wg128re);
+      plan.fast_exp = true;
+      break;
+    case RowVariant::wg128prn:
+      plan = row_plan(RowVariant::wg128pr);
+      plan.fast_exp = true;
+      break;
+    case RowVariant::wg128pren:
+      plan = row_plan(RowVariant::wg128pre);
+      plan.fast_exp = true;
+      break;
   }
   return plan;
 }
 
-std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults, bool with_raw) {
+std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults, bool with_raw,
+                                                           const std::vector<RowVariant>& fast_exp) {
   std::vector<std::pair<std::string, RowPlans>> list;
   list.emplace_back("", RowPlans{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)});
   const std::pair<const char*, RowVariant> named[] = {{"wg256", RowVariant::wg256}, {"legacy", RowVariant::legacy},
@@ -228,13 +245,12 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
     list.emplace_back(name, RowPlans{plan, plan, plan});
   }
   if (with_raw) {
-    // "raw": each dtype's default plan, its chunk loads issued before any conversion.
-    RowPlans raw{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)};
-    raw.f32.raw = raw.f16.raw = raw.bf16.raw = true;
-    list.emplace_back("raw", raw);
-    // "rawe": the same with early loads.
-    raw.f32.early = raw.f16.early = raw.bf16.early = true;
-    list.emplace_back("rawe", raw);
+    // "rawe": each dtype's default plan with raw and early loads. (The "raw" variant, the default
+    // plans with raw loads, became the defaults in session 5 and was dropped in session 6.)
+    RowPlans rawe{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)};
+    rawe.f32.raw = rawe.f16.raw = rawe.bf16.raw = true;
+    rawe.f32.early = rawe.f16.early = rawe.bf16.early = true;
+    list.emplace_back("rawe", rawe);
     const std::pair<const char*, RowVariant> raw_named[] = {
         {"wg128r", RowVariant::wg128r},   {"wg128pr", RowVariant::wg128pr},   {"wg64pr", RowVariant::wg64pr},
         {"wg128re", RowVariant::wg128re}, {"wg128pre", RowVariant::wg128pre}, {"wg64pre", RowVariant::wg64pre}};
@@ -243,6 +259,16 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
       list.emplace_back(name, RowPlans{plan, plan, plan});
     }
   }
+  const std::pair<const char*, RowVariant> fast_named[] = {{"wg128rn", RowVariant::wg128rn},
+                                                           {"wg128ren", RowVariant::wg128ren},
+                                                           {"wg128prn", RowVariant::wg128prn},
+                                                           {"wg128pren", RowVariant::wg128pren}};
+  for (RowVariant variant : fast_exp)
+    for (const auto& [name, v] : fast_named)
+      if (v == variant) {
+        const RowPlan plan = row_plan(variant);
+        list.emplace_back(name, RowPlans{plan, plan, plan});
+      }
   return list;
 }
 
@@ -265,9 +291,9 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
 }
 
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw) {
+                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& fast_exp) {
   bool ok = true;
-  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw)) {
+  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw, fast_exp)) {
     ok = register_opencl(op, variant, dtypes,
                          [source, plans = plans, run](OpCall& call) {
                            return run(call, source, plans(call.problem.dtype));
@@ -314,7 +340,9 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
                            " -DDNNB_ALIGNED=" + (aligned ? "1" : "0") + " -DDNNB_ROW_PACKED=" + (packed ? "1" : "0") +
                            " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0") +
                            // only when set, so the other plans keep their options (and builds)
-                           (plan.raw ? " -DDNNB_ROW_RAW=1" : "") + (plan.early ? " -DDNNB_ROW_EARLY=1" : ""));
+                           (plan.raw ? " -DDNNB_ROW_RAW=1" : "") + (plan.early ? " -DDNNB_ROW_EARLY=1" : "") +
+                           // the 16-bit tier's exp; f32 programs keep the built-in one (prelude.cl)
+                           (plan.fast_exp && dtype != DType::f32 ? " -DDNNB_HALF_MATH=2" : ""));
 }
 
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {

@@ -112,6 +112,10 @@ struct RowPlan {
   // DNNB_ROW_EARLY=1 (raw plans only): every other load of a row (mask, w, b, the target's
   // logit, the count) is issued with x's, before any conversion or use (row_body.cl "early loads").
   bool early = false;
+  // DNNB_HALF_MATH=2 for f16/bf16 programs (f32 keeps the built-in exp: the option is not given):
+  // softmax and the cross-entropy ops take exp as native_exp2 (row_body.cl dnnb_row_exp, with its
+  // error analysis), and bf16 stores round half away from zero (row_body.cl dnnb_bf16x8_narrow).
+  bool fast_exp = false;
 };
 // One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
 // pick, per dtype, the variant that measured fastest (RowDefaults).
@@ -125,7 +129,8 @@ struct RowPlans {
 enum class RowVariant {
   wg256, legacy, wg128, wg128p, wg64p, stream,
   wg256r, wg128r, wg128pr, wg64pr,  // raw loads (DNNB_ROW_RAW); wg256r is no named variant, only a default
-  wg128re, wg128pre, wg64pre
+  wg128re, wg128pre, wg64pre,
+  wg128rn, wg128ren, wg128prn, wg128pren  // wg128r, wg128re, wg128pr, wg128pre with fast_exp
 };
 RowPlan row_plan(RowVariant variant);
 // The variant an op's default runs, per dtype.
@@ -136,16 +141,20 @@ struct RowDefaults {
 };
 // (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
 // float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream"; when
-// with_raw, also "raw" (the defaults' plans with raw loads), "wg128r", "wg128pr", "wg64pr", and
-// the same four with early loads: "rawe", "wg128re", "wg128pre", "wg64pre".
+// with_raw, also "wg128r", "wg128pr", "wg64pr" and the defaults' plans and those three with early
+// loads: "rawe", "wg128re", "wg128pre", "wg64pre"; then each of
+// `fast_exp` (wg128rn, wg128ren, wg128prn, wg128pren: registered by softmax and the cross-entropy
+// ops only, whose exp they change) under its name.
 std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {},
-                                                           bool with_raw = false);
+                                                           bool with_raw = false,
+                                                           const std::vector<RowVariant>& fast_exp = {});
 // How a row op runs one call under one plan, its program source given.
 using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
-// Registers `op` once per row variant of row_variants(with_stream, defaults); each call runs
-// with the plan of its dtype. False when a registration failed.
+// Registers `op` once per row variant of row_variants(with_stream, defaults, with_raw, fast_exp);
+// each call runs with the plan of its dtype. False when a registration failed.
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw = false);
+                     std::string source, RowOpRun run, bool with_raw = false,
+                     const std::vector<RowVariant>& fast_exp = {});
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {
@@ -169,7 +178,8 @@ int row_cache_vecs(DType dtype, int64_t cols, const RowPlan& plan = RowPlan{});
 // aligns buffer bases to at least 16 bytes (and is little-endian: chunks are reinterpreted).
 Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views);
 // build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS, -DDNNB_ALIGNED, -DDNNB_ROW_PACKED
-// (16-bit only) and -DDNNB_ROW_STREAM, from the plan.
+// (16-bit only) and -DDNNB_ROW_STREAM, from the plan (and -DDNNB_ROW_RAW, -DDNNB_ROW_EARLY,
+// -DDNNB_HALF_MATH=2 (16-bit only) when set).
 std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned,
                         const RowPlan& plan = RowPlan{});
 // False when this kernel cannot run `wg` items on this device (its register use may lower

@@ -29,11 +29,37 @@ Result<bool> try_reduce_chunks(OpCall& call, OpenCLDevice& device, const std::st
   return true;
 }
 
+// max16_keys (max16.cl, f16/bf16 max), or false when the problem is not one it takes: x with unit
+// column stride and uniform rows (at most one outer dim), y likewise, rows long enough for `wg`.
+Result<bool> try_max16_keys(OpCall& call, OpenCLDevice& device, const std::string& program_name,
+                            const std::string& source, const ClRows& xr, const ClRows& yr, int depth, size_t wg) {
+  const DType dtype = call.problem.dtype;
+  if (dtype == DType::f32 || !row_fills_work_group(dtype, xr.cols, wg) || xr.col_stride != 1 ||
+      xr.cols >= kRowMaxCols || xr.outer_dims > 1 || yr.outer_dims > 1)
+    return false;
+  RowPlan plan;
+  plan.raw = true;  // -DDNNB_ROW_EXACT=1 when a row is exactly one step (`depth` chunks per item)
+  plan.wg = wg;
+  auto kernel = row_cached_kernel(device, program_name, source, "max16_keys", dtype, depth, {xr}, plan,
+                                  " -DDNNB_REDUCE_DEPTH=" + std::to_string(depth));
+  if (!kernel) return kernel.status();
+  if (*kernel == nullptr) return false;
+  const cl_long x_rs = xr.outer_dims == 1 ? xr.stride[0] : 0;
+  const cl_long y_rs = yr.outer_dims == 1 ? yr.stride[0] : 0;
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(call.inputs[0])).add(xr.offset).add(x_rs);
+  args.add(cl_buffer(call.outputs[0])).add(yr.offset).add(y_rs).add(xr.rows).add(static_cast<cl_int>(xr.cols));
+  DNNB_TRY(args.status());
+  DNNB_TRY(launch_row_cached(device, *kernel, xr.rows, program_name + "/max16_keys", wg));
+  return true;
+}
+
 // depth: chunks in flight per work-item in reduce_chunks (4 or 8); 0: reduce_rows only.
 // raw: reduce_chunks with DNNB_ROW_RAW=1 (the loads of a step issued before any conversion);
 // wg: its work-group size.
+// keys16: f16/bf16 take max16_keys (same depth and wg) where it applies.
 Status run_reduce(OpCall& call, const std::string& program_name, const std::string& source, int depth,
-                  bool raw = false, size_t wg = kRowWorkGroup) {
+                  bool raw = false, size_t wg = kRowWorkGroup, bool keys16 = false) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -51,6 +77,11 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
   if (!xr) return xr.status();
   auto yr = cl_rows(with_unit_last_dim(y));
   if (!yr) return yr.status();
+  if (keys16) {
+    auto done = try_max16_keys(call, **device, program_name, source, *xr, *yr, depth, wg);
+    if (!done) return done.status();
+    if (*done) return Status::ok();
+  }
   if (depth > 0) {
     auto done = try_reduce_chunks(call, **device, program_name, source, *xr, *yr, depth, raw, wg);
     if (!done) return done.status();
@@ -69,7 +100,7 @@ Status run_reduce(OpCall& call, const std::string& program_name, const std::stri
 
 }  // namespace
 
-bool register_reduce(const std::string& op, const char* op_source) {
+bool register_reduce(const std::string& op, const char* op_source, const char* keys16_source) {
   std::string source = program_source({op_source, opencl_source::row_body, opencl_source::reduce_body});
   // "": f32 at depth 4; f16/bf16 as "raw128" (H200, 2026-11-21, session 4: sum bf16 at 16384 x
   // 8192 63 us against 93 at depth 4, 102% of copy against 69%; raw128 checked on NVIDIA's
@@ -77,12 +108,20 @@ bool register_reduce(const std::string& op, const char* op_source) {
   // Except max: raw128 measured 311 us for f16 and bf16 at 16384 x 8192 on the H200 (20% of copy,
   // session 5, every other reduction at 97-104%), where depth 4 measured 125 us in session 3, so
   // max's 16-bit rows stay at depth 4 until the cause is found.
+  // max's 16-bit rows: max16_keys at the raw128 geometry (promoted from "keys128" after the H200,
+  // 2026-11-21, session 6: f16 and bf16 at 16384 x 8192 in 62.7 us, 100% of copy, against 122.6
+  // and 124.0 us at depth 4; checked there). Ops without keys16_source: as before.
+  const std::string keys = keys16_source != nullptr
+                               ? program_source({op_source, opencl_source::row_body, opencl_source::reduce_body,
+                                                 keys16_source})
+                               : std::string();
   const bool raw128_16bit = op != "max";
-  const auto run_default = [op, source, raw128_16bit](OpCall& call) {
-    return call.problem.dtype == DType::f32 || !raw128_16bit ? run_reduce(call, op, source, 4)
-                                                             : run_reduce(call, op, source, 8, true, 128);
+  const auto run_default = [op, source, keys, raw128_16bit](OpCall& call) {
+    if (call.problem.dtype == DType::f32) return run_reduce(call, op, source, 4);
+    if (!keys.empty()) return run_reduce(call, op, keys, 8, true, 128, true);
+    return raw128_16bit ? run_reduce(call, op, source, 8, true, 128) : run_reduce(call, op, source, 4);
   };
-  return register_opencl(op, float_dtypes(), run_default) &&
+  bool ok = register_opencl(op, float_dtypes(), run_default) &&
          // "d4": depth 4 for every dtype, each chunk converted right after its load (the 16-bit
          // default until session 4).
          register_opencl(op, "d4", float_dtypes(),
@@ -103,6 +142,17 @@ bool register_reduce(const std::string& op, const char* op_source) {
          // but then every row pays its reduction for half the bytes of an f32 row's two steps).
          register_opencl(op, "raw128", float_dtypes(),
                          [op, source](OpCall& call) { return run_reduce(call, op, source, 8, true, 128); });
+  if (!keys.empty()) {
+    // max's "keys" (256 items, 4 chunks per step; the 16-bit default takes 128 items and 8 chunks,
+    // the raw128 geometry), f16/bf16 only: max16_keys compares the 16-bit values as integers
+    // (max16.cl says why); shapes it does not take run the default's kernels.
+    ok = register_opencl(op, "keys", {DType::f16, DType::bf16},
+                         [op, keys](OpCall& call) {
+                           return run_reduce(call, op, keys, 4, false, kRowWorkGroup, true);
+                         }) &&
+         ok;
+  }
+  return ok;
 }
 
 }  // namespace dnnb::opencl

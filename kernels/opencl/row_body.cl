@@ -70,26 +70,21 @@ inline float8 dnnb_bf16x8_widen(uint4 u) {
   return (float8)(as_float(lo.x), as_float(hi.x), as_float(lo.y), as_float(hi.y), as_float(lo.z),
                   as_float(hi.z), as_float(lo.w), as_float(hi.w));
 }
-// dnnb_f32_to_bf16 on eight lanes at once, branch-free: round to nearest even, NaN lanes
-// quieted (u | 0x00400000 has the same top half as (u >> 16) | 0x0040), then even lanes give
-// the low halves and odd lanes the high halves of the four words.
+// The 8-lane bf16 narrowing: round to nearest even (prelude.cl, dnnb_bf16x8_rne), or in the
+// 16-bit math tiers round half away from zero.
 #if DNNB_HALF_MATH
 // The 16-bit math tiers (prelude.cl) carry an f32 error of up to ~2e-5 relative, so a tie of
 // the f32 value is not a tie of the exact one, and rounding it to even buys nothing: round half
 // away from zero (one add; the result is still within half an ulp plus that error), NaN lanes
-// quieted as below, tested by isnan (one compare). 3 integer ops per element fewer on NVIDIA.
+// quieted as in dnnb_bf16x8_rne, tested by isnan (one compare). 2 integer ops per element fewer
+// on NVIDIA (clang + ptxas for sm_90: 3 SASS per element against 5).
 inline uint4 dnnb_bf16x8_narrow(float8 v) {
   const uint8 u = as_uint8(v);
   const uint8 bits = select(u + 0x8000u, u | 0x00400000u, isnan(v));
   return (bits.even >> 16) | (bits.odd & 0xffff0000u);
 }
 #else
-inline uint4 dnnb_bf16x8_narrow(float8 v) {
-  const uint8 u = as_uint8(v);
-  const uint8 rounded = u + 0x7fffu + ((u >> 16) & 1u);
-  const uint8 bits = select(rounded, u | 0x00400000u, (u & 0x7fffffffu) > 0x7f800000u);
-  return (bits.even >> 16) | (bits.odd & 0xffff0000u);
-}
+#define dnnb_bf16x8_narrow dnnb_bf16x8_rne
 #endif
 inline float8 dnnb_vload_aligned(const global ushort* p) { return dnnb_bf16x8_widen(*(const global uint4*)p); }
 inline void dnnb_vstore_aligned(float8 v, global ushort* p) { *(global uint4*)p = dnnb_bf16x8_narrow(v); }
@@ -297,6 +292,38 @@ inline dnnb_ivec dnnb_row_inside(int c, int cols) {
   return ((dnnb_ivec)(c) + DNNB_IOTA) < (dnnb_ivec)(cols);
 #endif
 }
+
+// ---- exp of a chunk for softmax and the cross-entropy ops ------------------------------------
+// dnnb_row_exp(w) = e^w * 2^DNNB_EXP16_BIAS, w = z - (row max) <= 0, -inf (masked, or past the
+// row end) or NaN. Built-in exp by default (and always for f32: prelude.cl refuses
+// DNNB_HALF_MATH there). With -DDNNB_HALF_MATH=2 (16-bit row plans with fast_exp, the variants
+// "wg128rn" etc., opencl_launch.cpp) the tier's native_exp2(fma(w, log2 e, bias)): one FMA and one
+// ex2.approx.ftz on NVIDIA, where the built-in exp is ~8 instructions (docs/opencl.md, "16-bit
+// math tiers"). The row's normalization (y = e / sum e, in softmax and cross_entropy_bwd) cancels
+// the 2^bias, so those kernels never unscale; cross_entropy scales its sum back (exact) before log.
+// Special values as exp: -inf gives +0 (ex2(-inf) = +0), so a fully masked row still has sum 0 and
+// y = 0; NaN stays NaN; +inf in x makes w = inf - inf = NaN, as the built-in path does.
+// Error (level 2, NVIDIA: ex2.approx relative error ~2^-22):
+//   - argument: fma rounds t = w log2 e + bias once, by at most half an ulp of |t|, and
+//     2^(t + dt) = 2^t (1 + dt ln 2). f16 (bias 0): outputs are nonzero only for w >= -17.4,
+//     |t| < 32, so <= 2^-20 ln 2 = 6.6e-7. bf16 (bias 32): t in [-101, 32] for the results bf16
+//     keeps (down to 2^-133, w >= -92.2): <= 2^-18 ln 2 = 2.6e-6 at the tail, 6.6e-7 for w > -22.
+//   - so each e is within ~1e-6 (f16) / ~3e-6 (bf16) relative, the sum within the same (a weighted
+//     mean of its terms' errors), and y = e / sum within twice that: <= 0.005 ulp of f16 (ulp >=
+//     2^-11 relative) and <= 0.002 ulp of bf16 (>= 2^-8). The 16-bit result is then rounded once;
+//     the f32 error can flip that rounding only when the value lies within 0.005 ulp of a tie: at
+//     most 1 ulp there, inside the 2-ulp normalization/loss tolerance (core/compare.cpp).
+//   - cross_entropy (bf16): loss = log(sum) + m - x_t, so the sum's relative error becomes an
+//     absolute error in the loss: <= 2.9e-6, ~9e-7 when the terms near the max carry the sum
+//     (6.6e-7 + 2^-22): < 0.01 bf16 ulp for losses >= 2^-6, ~0.12 ulp at 1e-3 (every row nearly
+//     certain), so still inside the 2-ulp tolerance there.
+//   - flush: ex2.approx.ftz gives 0 below 2^-126, bf16 keeps values down to 2^-133. With the bias
+//     (bf16), e * 2^32 is flushed only for e < 2^-158, and y = e/sum <= e (sum >= 1 for the row max's
+//     own term), so no bf16 output of softmax or cross_entropy_bwd (y / count <= y) and no term of
+//     cross_entropy's sum (>= 1) that could matter is ever lost. f16 needs no bias (its outputs are 0
+//     below 2^-25). Even unbiased, a flushed y (< 2^-126) would sit far inside the check's absolute
+//     tolerance (rtol times the output's RMS), so the bias is for exactness, not for the check.
+inline dnnb_vec dnnb_row_exp(dnnb_vec w) { return DNNB_EXP16_SCALED(w, dnnb_vec); }
 
 // ---- horizontal reductions of one chunk ---------------------------------------------------
 #if DNNB_VW == 4

@@ -10,7 +10,9 @@
 // The row is read once into registers as z, then: row max (one two-level reduction), exp in
 // place, row sum (a second one), one multiply per element on the way out. Two cheap
 // reductions with a single exp per element beat merging (max, sum) pairs, whose tree needs
-// two exps per step. mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
+// two exps per step. The exps are dnnb_row_exp (row_body.cl): the built-in exp, or in 16-bit
+// fast-exp plans (DNNB_HALF_MATH=2) native_exp2 times 2^DNNB_EXP16_BIAS, which y = e / sum cancels.
+// mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
 // loads); 2 one mask value per row (column stride 0, e.g. a [N, 1] mask).
 // z of the chunk at column c from its x values t.
 inline dnnb_vec softmax_z_of(dnnb_vec t, const global dnnb_t* mrow, int mask_mode, float mask_scalar, int c,
@@ -38,7 +40,7 @@ inline void softmax_finish_cached(private dnnb_vec* cache, float m, global dnnb_
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    cache[k] = exp(cache[k] - shift);
+    cache[k] = dnnb_row_exp(cache[k] - shift);
     s += dnnb_vsum(cache[k]);
   }
   s = dnnb_row_wg_sum(s, scratch);
@@ -101,13 +103,13 @@ inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mr
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k)
-    if (dnnb_in_row(dnnb_chunk_col(k), cols)) s += dnnb_vsum(exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift));
+    if (dnnb_in_row(dnnb_chunk_col(k), cols)) s += dnnb_vsum(dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift));
   s = dnnb_row_wg_sum(s, scratch);
   const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift) * inv_s);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift) * inv_s);
   }
 #else
   dnnb_vec cache[DNNB_ROW_VECS];
@@ -158,7 +160,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
       if (dnnb_in_row(c, cols))
-        s += dnnb_vsum(exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+        s += dnnb_vsum(dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
                                         softcap) - shift));
     }
     s = dnnb_row_wg_sum(s, scratch);
@@ -168,7 +170,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       const int c = dnnb_chunk_col(k);
       if (dnnb_in_row(c, cols))
         dnnb_row_store(yrow, c, cols,
-                       exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+                       dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
                                         softcap) - shift) * inv_s);
     }
 #else

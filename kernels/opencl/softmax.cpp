@@ -89,9 +89,15 @@ bool register_softmax() {
   // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
   // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
   // f32 265 us against 422, f16 175 against 290 (bf16 the same plan as f16).
-  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128r, RowVariant::wg128r};
+  // 16-bit: the early-load plan with the fast exp (variant "wg128ren"), measured on the H200's
+  // OpenCL at 16384 x 8192 in one run (2026-11-21, session 6, docs/opencl.md): f16 139 us (90.6%
+  // of copy) against 175 (72.2%), bf16 151 (83.7%) against 194 (65.0%); checked there.
+  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128ren, RowVariant::wg128ren};
+  // 16-bit fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp):
+  // the 16-bit default's plan (wg128r), its early-load twin (fastest for f16 in session 5), and the
+  // packed early plan, whose second exp per element is now cheap and whose cache is half the size.
   return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax,
-                         /*with_raw=*/true);
+                         /*with_raw=*/true, {RowVariant::wg128rn, RowVariant::wg128ren, RowVariant::wg128pren});
 }
 
 }  // namespace
