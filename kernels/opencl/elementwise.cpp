@@ -23,21 +23,36 @@ bool two_d(const ClRows& v, cl_long* row_stride) {
   return true;
 }
 
+// The views binary_2d and binary_tile take: a, b and y 2-D (row strides into *_rs), y with unit
+// column stride and fewer than kRowMaxCols columns; false otherwise. *aligned: every operand read
+// in chunks (column stride 1) is chunk-aligned.
+struct Binary2dViews {
+  cl_long a_rs = 0, b_rs = 0, y_rs = 0;
+  bool aligned = true;
+};
+Result<bool> binary_2d_views(OpenCLDevice& device, DType dtype, const ClRows& ar, const ClRows& br, const ClRows& yr,
+                             Binary2dViews* v) {
+  if (!two_d(ar, &v->a_rs) || !two_d(br, &v->b_rs) || !two_d(yr, &v->y_rs) || yr.col_stride != 1 ||
+      yr.cols >= kRowMaxCols)
+    return false;
+  for (const ClRows* r : {&ar, &br, &yr}) {
+    if (r->col_stride != 1) continue;
+    auto ok = rows_chunk_aligned(device, dtype, {*r});
+    if (!ok) return ok.status();
+    v->aligned = v->aligned && *ok;
+  }
+  return true;
+}
+
 // binary_2d, or false when a, b or y is not a 2-D view it takes.
 Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string& program_name,
                            const std::string& source, const Tensor& a, const ClRows& ar, const Tensor& b,
                            const ClRows& br, const Tensor& y, const ClRows& yr, bool raw) {
-  cl_long a_rs = 0, b_rs = 0, y_rs = 0;
-  if (!two_d(ar, &a_rs) || !two_d(br, &b_rs) || !two_d(yr, &y_rs) || yr.col_stride != 1 || yr.cols >= kRowMaxCols)
-    return false;
-  // Only operands read in chunks (column stride 1) need chunk alignment.
-  bool aligned = true;
-  for (const ClRows* v : {&ar, &br, &yr}) {
-    if (v->col_stride != 1) continue;
-    auto ok = rows_chunk_aligned(device, dtype, {*v});
-    if (!ok) return ok.status();
-    aligned = aligned && *ok;
-  }
+  Binary2dViews views;
+  auto ok = binary_2d_views(device, dtype, ar, br, yr, &views);
+  if (!ok || !*ok) return ok;
+  const cl_long a_rs = views.a_rs, b_rs = views.b_rs, y_rs = views.y_rs;
+  const bool aligned = views.aligned;
   RowPlan plan;
   plan.raw = raw;  // variant "raw": DNNB_ROW_RAW=1
   auto kernel = opencl_kernel(device, program_name, source, "binary_2d", row_options(device, dtype, 1, aligned, plan));
@@ -58,16 +73,11 @@ Result<bool> try_binary_2d(OpenCLDevice& device, DType dtype, const std::string&
 Result<bool> try_binary_tile(OpenCLDevice& device, DType dtype, const std::string& program_name,
                              const std::string& source, const Tensor& a, const ClRows& ar, const Tensor& b,
                              const ClRows& br, const Tensor& y, const ClRows& yr, int tile_rows, bool div_recip) {
-  cl_long a_rs = 0, b_rs = 0, y_rs = 0;
-  if (!two_d(ar, &a_rs) || !two_d(br, &b_rs) || !two_d(yr, &y_rs) || yr.col_stride != 1 || yr.cols >= kRowMaxCols)
-    return false;
-  bool aligned = true;
-  for (const ClRows* v : {&ar, &br, &yr}) {
-    if (v->col_stride != 1) continue;
-    auto ok = rows_chunk_aligned(device, dtype, {*v});
-    if (!ok) return ok.status();
-    aligned = aligned && *ok;
-  }
+  Binary2dViews views;
+  auto ok = binary_2d_views(device, dtype, ar, br, yr, &views);
+  if (!ok || !*ok) return ok;
+  const cl_long a_rs = views.a_rs, b_rs = views.b_rs, y_rs = views.y_rs;
+  const bool aligned = views.aligned;
   // 0 [R, C], 1 [R, 1], 2 [1, C], 3 [1, 1] (binary_body.cl); a row stride of 0 repeats one row.
   const auto mode = [](const ClRows& v, cl_long rs) { return (v.col_stride == 1 ? 0 : 1) + (rs == 0 ? 2 : 0); };
   const std::string options = row_options(device, dtype, 1, aligned) + " -DDNNB_TILE_ROWS=" +
