@@ -293,15 +293,13 @@ __global__ void __launch_bounds__(kNormPackedThreads, kNormPackedMinBlocks<T>)
 // 160 us against 165, f16 154 against 155; rmsnorm bf16 152 against 157, f16 152 against 156);
 // "pipe32" the earlier 32 columns per thread and 3 blocks per SM (<= 80 registers); "pipe4" 4
 // blocks (<= 64 registers: spills 32-72 bytes for bf16, slower).
-template <bool kLayerNorm>
-inline constexpr int kNormPipeStages = 2;  // rmsnorm had 3 until session 6 (row_pipe.cuh)
 inline constexpr int64_t kNormPipeMaxCols = kRowPipeMaxCols;
 
 // Dynamic shared memory of norm_pipe_kernel: the stages (`block` x kEpt elements each), then
 // w + w_offset and b (layernorm) as f32 (`block` x kEpt floats each).
 template <typename T, bool kLayerNorm, typename Shape>
 inline int norm_pipe_smem_bytes(int block) {
-  return (kPipeStages<Shape, kNormPipeStages<kLayerNorm>> * static_cast<int>(sizeof(T)) +
+  return (Shape::kStages * static_cast<int>(sizeof(T)) +
           (kLayerNorm ? 2 : 1) * static_cast<int>(sizeof(float))) *
          block * Shape::kEpt;
 }
@@ -314,7 +312,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   static_assert(sizeof(T) == 2, "the pipe norm kernel holds 16-bit rows");
   constexpr int W = kVec<T>;
   constexpr int VPT = Shape::kEpt / W;
-  constexpr int S = kPipeStages<Shape, kNormPipeStages<kLayerNorm>>;
+  constexpr int S = Shape::kStages;
   extern __shared__ float4 pipe_smem[];
   const int group = blockDim.x;  // one row per block at a time
   const int stage_elems = group * Shape::kEpt;
@@ -447,7 +445,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
         }
       }
     }
-    cur = cur + 1 == S ? 0 : cur + 1;
+    cur = next_stage<S>(cur);
     parity ^= 1;
   }
 }

@@ -72,8 +72,8 @@ __device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, i
 // (registers <= 64K / (kThreads * kMinBlocks)). More warps per SM hide the block reductions'
 // barriers (Nsight Compute on the H200, 2026-11-21: the 16-bit softmax pipe kernel had no
 // eligible warp in 34% of cycles at 21 warps per SM).
-// kStagesValue: row buffers per block, 0 = the op's own choice (pipe_stages).
-template <int kEptValue, int kMinBlocksValue, int kStagesValue = 0>
+// kStagesValue: row buffers per block (2 for every op since session 6, see below).
+template <int kEptValue, int kMinBlocksValue, int kStagesValue = 2>
 struct RowPipeShape {
   static constexpr int kEpt = kEptValue;
   static constexpr int kThreads = 8192 / kEptValue;
@@ -91,10 +91,6 @@ using RowPipe16x2 = RowPipeShape<16, 2>;  // 512 threads, 2 blocks: <= 64 regist
 using RowPipe16x2s3 = RowPipeShape<16, 2, 3>;
 using RowPipe16x2s4 = RowPipeShape<16, 2, 4>;
 inline constexpr int64_t kRowPipeMaxCols = 8192;
-
-// The stages a pipe kernel of `Shape` keeps: the shape's when it names them, else the op's.
-template <typename Shape, int kOpDefault>
-inline constexpr int kPipeStages = Shape::kStages > 0 ? Shape::kStages : kOpDefault;
 
 // Stage index arithmetic without a modulo: the stage after s.
 template <int kStages>

@@ -220,8 +220,6 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // f16 152 against 159), 32 columns and 4 blocks per SM for 16-bit cross_entropy_bwd ("pipe4": bf16
 // 161 against 173), and 32 columns and 3 blocks for f32 (the variants were not faster there).
 inline constexpr int64_t kSoftmaxPipeMaxCols = kRowPipeMaxCols;
-template <typename T>
-inline constexpr int kSoftmaxPipeStages = 2;  // (row_pipe.cuh: the session-6 stage counts)
 
 // s * 2^((m - to) * c), the rescale of a partial sum taken relative to max m onto max to >= m;
 // 0 when m is -inf (an empty or fully masked part: s is 0 and m - to would be NaN).
@@ -273,7 +271,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   static_assert(!kExact || kPlain, "only the plain path has an exact-row form");
   constexpr int W = kVec<T>;
   constexpr int VPT = Shape::kEpt / W;
-  constexpr int S = kPipeStages<Shape, kSoftmaxPipeStages<T>>;
+  constexpr int S = Shape::kStages;
   extern __shared__ float4 pipe_smem[];
   T* const stages = reinterpret_cast<T*>(pipe_smem);
   // Reduction slots [row parity][max, sum][warp]. 16-bit rows alternate the two parities (one
@@ -416,7 +414,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 template <typename T, typename Shape>
 Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
   constexpr int W = kVec<T>;
-  constexpr int S = kPipeStages<Shape, kSoftmaxPipeStages<T>>;
+  constexpr int S = Shape::kStages;
   if (a.cols <= 32 * 32 || a.cols > kSoftmaxPipeMaxCols || a.cols % W != 0 || !a.x.vec)
     return false;
   const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
