@@ -64,7 +64,7 @@ kernel void binary_2d(const global dnnb_t* a, long a_off, long a_rs, int a_cs, c
   }
 }
 
-// ---- binary_tile (variants "rows4", "rows8", div's "rows4r"; docs/opencl.md, session 6) ----------
+// ---- binary_tile (the binary default with 4 rows since session 6; variants "rows8", div's "rows4r") --
 // binary_2d's broadcasts with each operand's layout built in and DNNB_TILE_ROWS rows of one column
 // chunk per work-item. binary_2d pays per 16-byte chunk three 64-bit row-pointer products and the
 // grid loops, and (a_cs, b_cs being arguments) each operand's load and conversion sit in their own
