@@ -13,20 +13,20 @@ struct DivOp {
 
 DNNB_REGISTER(register_binary("div", DivOp{}));
 // "": row (1 x C) and column (R x 1) broadcasts of contiguous tensors with C % 8 (16-bit) or
-// C % 4 (f32) == 0 as one flat vectorised pass (the variant "flat2d" until 2026-11-21), other
+// C % 4 (f32) == 0 through elementwise_tile_kernel, 4 rows of one 16-byte column vector per
+// thread (the variant "tile" in session 7; "flat2d", one vector per thread, before), other
 // non-flat layouts as "wide" (elementwise.cuh, ElementwisePlan::binary); "wide": such layouts
 // through the wide rows kernel for f32 and the rows kernel for f16/bf16 (the default before);
 // "rows": the rows kernel for every dtype (the default before that).
 DNNB_REGISTER(register_binary("div", DivOp{}, "wide", ElementwisePlan::wide));
 DNNB_REGISTER(register_binary("div", DivOp{}, "rows", ElementwisePlan::rows));
 
-// What did not close the 16-bit broadcast gap (H200, 2026-11-21, session 6, 16384 x 8192, in one
-// run; div f16 b = 16384 x 1 at 83% of copy where mul ran at 95%): "rcp" below (83.2%); IEEE
-// division's fast-path sequence without the range check and slow-path call (exact for f16
-// operands; 83.9%); one Newton step after "rcp" (80.7%); 4 vectors per thread instead of 2
-// (70.4%). NVIDIA's OpenCL runs the same division at 96% with 4 rows of one 16-byte column chunk
-// per work-item (kernels/opencl/binary_body.cl, binary_tile): that layout is the next thing to
-// try here.
+// The 16-bit broadcast gap (H200, 2026-11-21, 16384 x 8192; div f16 b = 16384 x 1 at 83% of copy
+// where mul ran at 95%, with the flat2d kernel) was the kernel's layout, not the division. Tried
+// in session 6 without effect: "rcp" below (83.2%); IEEE division's fast-path sequence without
+// the range check and slow-path call (exact for f16 operands; 83.9%); one Newton step after
+// "rcp" (80.7%); 4 vectors per thread instead of 2 (70.4%). Closed in session 7 by the tile
+// kernel (elementwise.cuh, from NVIDIA's OpenCL binary_tile): 130.7-131.3 us, as mul.
 // Variant "rcp", f16/bf16 only (f32 keeps IEEE division: its tolerance is 32 f32 eps and its
 // result is the output): a * rcp.approx.ftz(b) where b is normal and 1/b is too
 // (2^-126 <= |b| <= 2^126), IEEE a / b elsewhere (0, subnormal, huge, inf, NaN b: rare,

@@ -215,115 +215,97 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
   }
 }
 
-// Broadcast path of the binary ops' default plan (add, sub, mul, div; the "flat2d" variant until
-// 2026-11-21, promoted after the H200 measured it at 93-102% of copy for 16-bit): the output
-// contiguous and viewed as [rows, cols] with cols % kVec == 0, each input either contiguous with
-// the output's shape, a row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column
-// broadcast (one value per row, the values contiguous: b = R x 1). One thread per 16-byte vector
-// of the output, kFlatUnroll vectors per thread, every load issued before any store, as the flat
-// kernel: a full input is its own 16-byte vector i, a row-broadcast input the 16-byte vector (i
-// mod cols / kVec) of its row (16 KB at 8192 f16 columns: L1/L2-resident), a column-broadcast
-// input one scalar at (i / (cols / kVec)). No row segments, no per-row pointer set-up, no
-// conversion before the store, and for 16-bit 32 bytes per input per thread in flight where
-// elementwise_rows_kernel has 16 (measured 2026-11-21: 16-bit b=16384x1 233 us, b=1x8192 201 us,
-// 59-68% of copy, against 191 us for same-shape contiguous inputs). cols % kVec == 0 means a
-// vector never crosses a row, so there is no tail; full and row inputs must be 16-byte aligned.
-// Any other layout takes the rows kernels (try_launch_flat2d returns false).
-enum Flat2dKind : int { kFlat2dFull = 0, kFlat2dRow = 1, kFlat2dColumn = 2 };
+// Broadcast path of the binary ops' default plan (add, sub, mul, div): the output contiguous and
+// viewed as [rows, cols] with cols % kVec == 0, each input either a full tensor (contiguous with
+// the output's shape), a row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a
+// column broadcast (one value per row, the values contiguous: b = R x 1); full and row inputs
+// 16-byte aligned. Each operand's kind is a template argument, and each thread takes kTileRows
+// rows of one 16-byte column vector: it issues all of its tile's loads (a row-broadcast vector
+// once, a column-broadcast value once per row) with no branch, then computes and stores. A warp
+// covers 32 consecutive vectors of each of its rows: every load and store is coalesced.
+// Why (H200, 2026-11-21, session 7, 16384 x 8192, one run): the earlier flat2d kernel (one thread
+// per output vector, kinds tested at run time around every load, the row index by a multiply and
+// a shift) ran the 16-bit broadcast div at 149-153 us (83-85% of copy) while mul took 131-133;
+// this layout (NVIDIA's OpenCL binary_tile, kernels/opencl/binary_body.cl) runs div at 130.7-131.3
+// us like mul (96-97%), div f32 with b = R x 1 at 256 us against 273, and add/sub/mul at 0-1%
+// from before. cols % kVec == 0 means a vector never crosses a row, so there is no column tail;
+// the last rows (rows % kTileRows) go one at a time. Any other layout takes the rows kernels
+// (try_launch_tile returns false).
+enum TileKind : int { kTileFull = 0, kTileRow = 1, kTileColumn = 2 };
+inline constexpr int kTileRows = 4;
+inline constexpr int kTileThreads = 256;
 
 template <typename T>
-struct Flat2dArgs {
+struct TileArgs {
   const T* in[2];
-  int kind[2];    // Flat2dKind per input
   T* out;
-  int64_t nvec;   // output vectors: rows * cols / kVec
-  int64_t rvec;   // vectors per row: cols / kVec
-  // i / rvec for i < 2^32 as a multiply and a shift (FastDivU32); magic 0: 64-bit division.
-  uint32_t rvec_magic = 0;
-  int rvec_shift = 0;
+  int64_t rows;
+  int64_t rvec;  // 16-byte vectors per row: cols / kVec
 };
 
-// Division by a fixed divisor d (1 <= d < 2^32) of any 32-bit n: q = (umulhi(n, m) + n) >> l
-// with l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1 (Granlund and Montgomery 1994,
-// "Division by invariant integers using multiplication"; the sum is taken in 64 bits so it
-// cannot wrap). Why: the flat2d kernel needs row = i / (cols / kVec) per vector, and nvcc's
-// 32-bit division by a run-time value is ~20 instructions (Nsight Compute on the H200,
-// 2026-11-21: the bf16 broadcast div issued 23 instructions per element, 56% of issue slots).
-struct FastDivU32 {
-  uint32_t magic = 0;
-  int shift = 0;
-  static FastDivU32 of(uint32_t d) {
-    FastDivU32 f;
-    while ((uint64_t{1} << f.shift) < d) ++f.shift;
-    f.magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
-    return f;
+template <int Kind, typename T>
+__device__ __forceinline__ Vec16<T> tile_load(const T* p, int64_t row, int64_t rvec, int64_t v) {
+  if constexpr (Kind == kTileFull) {
+    return reinterpret_cast<const Vec16<T>*>(p)[row * rvec + v];
+  } else if constexpr (Kind == kTileRow) {
+    return reinterpret_cast<const Vec16<T>*>(p)[v];
+  } else {
+    Vec16<T> r;
+    const T s = p[row];
+#pragma unroll
+    for (int e = 0; e < kVec<T>; ++e) r.v[e] = s;
+    return r;
   }
-};
-
-__device__ __forceinline__ uint32_t fast_div_u32(uint32_t n, uint32_t magic, int shift) {
-  return static_cast<uint32_t>((static_cast<uint64_t>(__umulhi(n, magic)) + n) >> shift);
 }
 
-template <typename T, typename Op>
-__global__ void __launch_bounds__(kFlatThreads) elementwise_flat2d_kernel(Flat2dArgs<T> a, Op op) {
-  constexpr int W = kVec<T>;
-  const int64_t first =
-      static_cast<int64_t>(blockIdx.x) * (kFlatThreads * kFlatUnroll) + threadIdx.x;
-  Vec16<T> in[kFlatUnroll][2];
+// Rows [r0, r0 + R) of column vector v: every load first (the output may alias an input as far
+// as the compiler knows, so it would not move a load above a store), then the stores.
+template <typename T, int KA, int KB, int R, typename Op>
+__device__ __forceinline__ void tile_rows(const TileArgs<T>& a, const Op& op, int64_t r0, int64_t v) {
+  Vec16<T> x[R][2];
 #pragma unroll
-  for (int u = 0; u < kFlatUnroll; ++u) {
-    const int64_t i = first + u * kFlatThreads;
-    if (i < a.nvec) {
-      int64_t row, vec_in_row;  // a multiply and a shift when the indices fit (the usual case)
-      if (a.rvec_magic != 0) {
-        const uint32_t q = fast_div_u32(static_cast<uint32_t>(i), a.rvec_magic, a.rvec_shift);
-        row = q;
-        const uint32_t rvec = static_cast<uint32_t>(a.rvec);
-        vec_in_row = static_cast<int64_t>(static_cast<uint32_t>(i) - q * rvec);
-      } else {
-        row = i / a.rvec;
-        vec_in_row = i - row * a.rvec;
-      }
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        if (a.kind[k] == kFlat2dFull) {
-          in[u][k] = reinterpret_cast<const Vec16<T>*>(a.in[k])[i];
-        } else if (a.kind[k] == kFlat2dRow) {
-          in[u][k] = reinterpret_cast<const Vec16<T>*>(a.in[k])[vec_in_row];
-        } else {
-          const T v = a.in[k][row];
-#pragma unroll
-          for (int e = 0; e < W; ++e) in[u][k].v[e] = v;
-        }
-      }
-    }
+  for (int j = 0; j < R; ++j) {
+    x[j][0] = tile_load<KA>(a.in[0], r0 + j, a.rvec, v);
+    x[j][1] = tile_load<KB>(a.in[1], r0 + j, a.rvec, v);
   }
 #pragma unroll
-  for (int u = 0; u < kFlatUnroll; ++u) {
-    const int64_t i = first + u * kFlatThreads;
-    if (i < a.nvec) {
-      Vec16<T> out;
+  for (int j = 0; j < R; ++j) {
+    Vec16<T> out;
 #pragma unroll
-      for (int e = 0; e < W; ++e)
-        out.v[e] = from_float<T>(op(element_float(in[u][0], e), element_float(in[u][1], e)));
-      reinterpret_cast<Vec16<T>*>(a.out)[i] = out;
+    for (int e = 0; e < kVec<T>; ++e)
+      out.v[e] = from_float<T>(op(element_float(x[j][0], e), element_float(x[j][1], e)));
+    reinterpret_cast<Vec16<T>*>(a.out)[(r0 + j) * a.rvec + v] = out;
+  }
+}
+
+template <typename T, int KA, int KB, typename Op>
+__global__ void __launch_bounds__(kTileThreads) elementwise_tile_kernel(TileArgs<T> a, Op op) {
+  const int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= a.rvec) return;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y * kTileRows;
+  for (int64_t r0 = (static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y) * kTileRows;
+       r0 < a.rows; r0 += step) {
+    if (r0 + kTileRows <= a.rows) {
+      tile_rows<T, KA, KB, kTileRows>(a, op, r0, v);
+    } else {
+      for (int64_t r = r0; r < a.rows; ++r) tile_rows<T, KA, KB, 1>(a, op, r, v);
     }
   }
 }
 
-// The flat2d kind of input `t` (already broadcast to `out`'s shape), or -1 when the kernel
-// cannot take it.
+// The tile kind of input `t` (already broadcast to `out`'s shape), or -1 when the kernel cannot
+// take it.
 template <typename T>
-int flat2d_kind(const Tensor& t) {
+int tile_kind(const Tensor& t) {
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const int nd = t.ndim();
   if (nd == 0) return -1;
-  if (t.is_contiguous()) return aligned(data_ptr<T>(t)) ? kFlat2dFull : -1;
+  if (t.is_contiguous()) return aligned(data_ptr<T>(t)) ? kTileFull : -1;
   const int last = nd - 1;
   if (t.strides[last] == 1 || t.shape[last] == 1) {  // row broadcast: outer dims all repeated
     for (int d = 0; d < last; ++d)
       if (t.shape[d] > 1 && t.strides[d] != 0) return -1;
-    return aligned(data_ptr<T>(t)) ? kFlat2dRow : -1;
+    return aligned(data_ptr<T>(t)) ? kTileRow : -1;
   }
   if (t.strides[last] != 0) return -1;
   int64_t expect = 1;  // column broadcast: outer dims contiguous, one value per row
@@ -331,39 +313,52 @@ int flat2d_kind(const Tensor& t) {
     if (t.shape[d] > 1 && t.strides[d] != expect) return -1;
     expect *= t.shape[d];
   }
-  return kFlat2dColumn;
+  return kTileColumn;
 }
 
-// Launches elementwise_flat2d_kernel when its preconditions hold; false (nothing launched)
+// The kernel for the kinds (ka, kb) as template arguments. Two full inputs never get here: that
+// is the flat kernel's case.
+template <typename T, int KA, typename Op>
+void launch_tile_b(int kb, dim3 grid, dim3 block, cudaStream_t s, const TileArgs<T>& args, const Op& op) {
+  if (kb == kTileFull) {
+    if constexpr (KA != kTileFull) elementwise_tile_kernel<T, KA, kTileFull, Op><<<grid, block, 0, s>>>(args, op);
+  } else if (kb == kTileRow) {
+    elementwise_tile_kernel<T, KA, kTileRow, Op><<<grid, block, 0, s>>>(args, op);
+  } else {
+    elementwise_tile_kernel<T, KA, kTileColumn, Op><<<grid, block, 0, s>>>(args, op);
+  }
+}
+
+// Launches elementwise_tile_kernel when its preconditions hold; false (nothing launched)
 // otherwise.
 template <typename T, typename Op>
-Result<bool> try_launch_flat2d(const CudaDevice& device, const std::array<Tensor, 2>& in,
-                               const Tensor& out, const Op& op) {
+Result<bool> try_launch_tile(const CudaDevice& device, const std::array<Tensor, 2>& in,
+                             const Tensor& out, const Op& op) {
   constexpr int W = kVec<T>;
   if (out.ndim() == 0 || !out.is_contiguous() ||
       reinterpret_cast<uintptr_t>(data_ptr<T>(out)) % 16 != 0)
     return false;
   const int64_t cols = out.shape[out.ndim() - 1];
   if (cols <= 0 || cols % W != 0) return false;
-  Flat2dArgs<T> args;
-  for (int k = 0; k < 2; ++k) {
-    const int kind = flat2d_kind<T>(in[k]);
-    if (kind < 0) return false;
-    args.kind[k] = kind;
-    args.in[k] = data_ptr<T>(in[k]);
+  const int ka = tile_kind<T>(in[0]), kb = tile_kind<T>(in[1]);
+  if (ka < 0 || kb < 0 || (ka == kTileFull && kb == kTileFull)) return false;
+  const TileArgs<T> args{{data_ptr<T>(in[0]), data_ptr<T>(in[1])}, data_ptr<T>(out),
+                         out.numel() / cols, cols / W};
+  // Threads along the row's vectors (a warp's worth at least), the rest of the block on rows.
+  const int bx = static_cast<int>(std::min<int64_t>(kTileThreads, ceil_div(args.rvec, 32) * 32));
+  const int by = kTileThreads / bx;
+  const int64_t gx = ceil_div(args.rvec, bx);
+  if (gx > INT32_MAX) return false;
+  const int64_t gy = std::min<int64_t>(65535, ceil_div(args.rows, int64_t{by} * kTileRows));
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+  const dim3 block(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+  if (ka == kTileFull) {
+    launch_tile_b<T, kTileFull>(kb, grid, block, device.stream(), args, op);
+  } else if (ka == kTileRow) {
+    launch_tile_b<T, kTileRow>(kb, grid, block, device.stream(), args, op);
+  } else {
+    launch_tile_b<T, kTileColumn>(kb, grid, block, device.stream(), args, op);
   }
-  args.out = data_ptr<T>(out);
-  args.nvec = out.numel() / W;
-  args.rvec = cols / W;
-  if (args.nvec <= static_cast<int64_t>(UINT32_MAX) && args.rvec <= static_cast<int64_t>(UINT32_MAX)) {
-    const FastDivU32 f = FastDivU32::of(static_cast<uint32_t>(args.rvec));
-    args.rvec_magic = f.magic;
-    args.rvec_shift = f.shift;
-  }
-  const int64_t blocks = ceil_div(args.nvec, kFlatThreads * kFlatUnroll);
-  if (blocks > INT32_MAX) return false;
-  elementwise_flat2d_kernel<T, Op>
-      <<<static_cast<unsigned>(blocks), kFlatThreads, 0, device.stream()>>>(args, op);
   DNNB_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -375,9 +370,9 @@ enum class ElementwisePlan {
   wide,    // f32 elementwise_rows_wide_kernel (measured 2026-11-21: 263-285 us against 276-290
            // for broadcasts), f16/bf16 elementwise_rows_kernel ("wide" measured slower for
            // 16-bit, e.g. div 257 us against 220): the binary default until 2026-11-21 (session 3)
-  binary,  // binary default: elementwise_flat2d_kernel when its layout allows, else as wide
-           // (measured 2026-11-21 as the "flat2d" variant: 16-bit row/column broadcasts 134-174
-           // us against 199-233, f32 258-262 against 265-288 at 16384 x 8192)
+  binary,  // binary default: elementwise_tile_kernel when its layout allows, else as wide
+           // (measured 2026-11-21, session 7, as variant "tile", and the flat2d kernel it
+           // replaced as variant "flat2d" in session 3: see elementwise_tile_kernel)
 };
 // Launches the op on tensors that already have the output's shape (broadcast views allowed).
 // `plan`: which kernel takes what the flat kernel does not (same flat kernel for every plan).
@@ -404,7 +399,7 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
   }
   if constexpr (N == 2) {
     if (plan == ElementwisePlan::binary) {
-      auto launched = try_launch_flat2d<T, Op>(device, in, out, op);
+      auto launched = try_launch_tile<T, Op>(device, in, out, op);
       if (!launched) return launched.status();
       if (*launched) return Status::ok();
     }

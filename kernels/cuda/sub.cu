@@ -12,7 +12,8 @@ struct SubOp {
 
 DNNB_REGISTER(register_binary("sub", SubOp{}));
 // "": row (1 x C) and column (R x 1) broadcasts of contiguous tensors with C % 8 (16-bit) or
-// C % 4 (f32) == 0 as one flat vectorised pass (the variant "flat2d" until 2026-11-21), other
+// C % 4 (f32) == 0 through elementwise_tile_kernel, 4 rows of one 16-byte column vector per
+// thread (the variant "tile" in session 7; "flat2d", one vector per thread, before), other
 // non-flat layouts as "wide" (elementwise.cuh, ElementwisePlan::binary); "wide": such layouts
 // through the wide rows kernel for f32 and the rows kernel for f16/bf16 (the default before);
 // "rows": the rows kernel for every dtype (the default before that).
