@@ -25,7 +25,7 @@ Result<bool> try_ce_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDevice&
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(partial);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy/ce_rows_cached", plan.wg));
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy/ce_rows_cached", plan.wg, plan.rows_per_group));
   return true;
 }
 
@@ -91,11 +91,23 @@ bool register_cross_entropy() {
   // Session 6 (H200, 16384 x 8192, one run, docs/opencl.md): f32 wg128pr 148 us (85.0%) against
   // wg256r's 154 (81.9%); bf16 wg128pr with the early loads and the fast exp ("wg128pren") 119 us
   // (53.1%) against 128 (49.1%); both checked there.
-  const RowDefaults defaults{RowVariant::wg128pr, RowVariant::wg128pr, RowVariant::wg128pren};
+  // Session 8 (2026-11-25; the GPU machine was an H100 that session, copy 3.02 TB/s; 16384 x 8192,
+  // one run): bf16 one reduction per row ("wg128prno") 117.7 us (75.5% of copy) against
+  // wg128pren's 124.6 (71.3%); the other one-reduction plans in between (wg128prnos 121.0,
+  // wg64prenos 122.2, wg64x2prenos 122.3, wg128prenos 123.8, wg128preno 128.7). Not yet timed on
+  // the H200.
+  const RowDefaults defaults{RowVariant::wg128pr, RowVariant::wg128pr, RowVariant::wg128prno};
   // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
   // bf16 default's plan (wg128pr), its early-load twin, and the unpacked wg128r.
+  // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE; two barriers per row here, only work-item
+  // 0 needs the loss): the bf16 default's plan (wg128preno) and its plain-load twin; the same with
+  // each item's statistics in one streaming pass (DNNB_LSE_ONLINE: 40 registers against 85, clang +
+  // ptxas), also on 64-item rows, one and two per group.
   return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy,
-                         /*with_raw=*/true, {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn});
+                         /*with_raw=*/true,
+                         {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn, RowVariant::wg128preno,
+                          RowVariant::wg128prno, RowVariant::wg128prenos, RowVariant::wg128prnos, RowVariant::wg64prenos,
+                          RowVariant::wg64x2prenos});
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ Result<bool> try_ce_bwd_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDev
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(count).add(cl_buffer(call.outputs[0])).add(dr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached", plan.wg));
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached", plan.wg, plan.rows_per_group));
   return true;
 }
 
@@ -91,12 +91,22 @@ bool register_cross_entropy_bwd() {
   // f32 289 us against 295, bf16 224 against 320.
   // Session 6 (H200, 16384 x 8192, one run, docs/opencl.md): bf16 wg128pr with the fast exp
   // ("wg128prn") 190 us (66.2%) against 218 (57.9%); checked there.
-  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128prn};
+  // Session 8 (2026-11-25, an H100 that session, copy 3.02 TB/s; 16384 x 8192, one run): bf16 one
+  // reduction per row ("wg128prno") 214.3 us (82.9% of copy) against wg128prn's 216.4 (82.1%);
+  // wg128preno 214.3, wg128rno 232.4. Not yet timed on the H200.
+  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128prno};
   // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
   // bf16 default's plan (wg128pr, two exps per element), its early-load twin, and the unpacked
   // wg128r (one exp per element, twice the registers).
+  // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE): the bf16 default's plan (wg128prno), its
+  // early-load twin and the unpacked wg128rno (the same arithmetic: both take each exp about the
+  // item's max, once if the compiler keeps it from the sum pass, as clang's does for wg128prn too).
+  // No online or 64-item plans: clang + ptxas kept the widened row across the write pass there
+  // (127 registers and two exps per element; 64-item rows 249-255 registers).
   return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd,
-                         /*with_raw=*/true, {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn});
+                         /*with_raw=*/true,
+                         {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn, RowVariant::wg128prno,
+                          RowVariant::wg128preno, RowVariant::wg128rno});
 }
 
 }  // namespace

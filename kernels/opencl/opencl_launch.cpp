@@ -228,12 +228,49 @@ RowPlan row_plan(RowVariant variant) {
       plan = row_plan(RowVariant::wg128pre);
       plan.fast_exp = true;
       break;
+    // One reduction per row (logsumexp_body.cl): the fast-exp plans above.
+    case RowVariant::wg128rno:
+      plan = row_plan(RowVariant::wg128rn);
+      plan.one_reduction = true;
+      break;
+    case RowVariant::wg128reno:
+      plan = row_plan(RowVariant::wg128ren);
+      plan.one_reduction = true;
+      break;
+    case RowVariant::wg128prno:
+      plan = row_plan(RowVariant::wg128prn);
+      plan.one_reduction = true;
+      break;
+    case RowVariant::wg128preno:
+      plan = row_plan(RowVariant::wg128pren);
+      plan.one_reduction = true;
+      break;
+    // ... with each item's statistics in one streaming pass (few registers: more rows per SM), also
+    // on 64-item rows (wg64p's cache: 16 chunks per item for 8192 16-bit columns), two per group.
+    case RowVariant::wg128prnos:
+      plan = row_plan(RowVariant::wg128prno);
+      plan.online = true;
+      break;
+    case RowVariant::wg128prenos:
+      plan = row_plan(RowVariant::wg128preno);
+      plan.online = true;
+      break;
+    case RowVariant::wg64prenos:
+      plan = row_plan(RowVariant::wg64pre);
+      plan.fast_exp = true;
+      plan.one_reduction = true;
+      plan.online = true;
+      break;
+    case RowVariant::wg64x2prenos:
+      plan = row_plan(RowVariant::wg64prenos);
+      plan.rows_per_group = 2;
+      break;
   }
   return plan;
 }
 
 std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults, bool with_raw,
-                                                           const std::vector<RowVariant>& fast_exp) {
+                                                           const std::vector<RowVariant>& extra) {
   std::vector<std::pair<std::string, RowPlans>> list;
   list.emplace_back("", RowPlans{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)});
   const std::pair<const char*, RowVariant> named[] = {{"wg256", RowVariant::wg256}, {"legacy", RowVariant::legacy},
@@ -259,12 +296,15 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
       list.emplace_back(name, RowPlans{plan, plan, plan});
     }
   }
-  const std::pair<const char*, RowVariant> fast_named[] = {{"wg128rn", RowVariant::wg128rn},
-                                                           {"wg128ren", RowVariant::wg128ren},
-                                                           {"wg128prn", RowVariant::wg128prn},
-                                                           {"wg128pren", RowVariant::wg128pren}};
-  for (RowVariant variant : fast_exp)
-    for (const auto& [name, v] : fast_named)
+  const std::pair<const char*, RowVariant> extra_named[] = {
+      {"wg128rn", RowVariant::wg128rn},       {"wg128ren", RowVariant::wg128ren},
+      {"wg128prn", RowVariant::wg128prn},     {"wg128pren", RowVariant::wg128pren},
+      {"wg128rno", RowVariant::wg128rno},     {"wg128reno", RowVariant::wg128reno},
+      {"wg128prno", RowVariant::wg128prno},   {"wg128preno", RowVariant::wg128preno},
+      {"wg128prnos", RowVariant::wg128prnos}, {"wg128prenos", RowVariant::wg128prenos},
+      {"wg64prenos", RowVariant::wg64prenos}, {"wg64x2prenos", RowVariant::wg64x2prenos}};
+  for (RowVariant variant : extra)
+    for (const auto& [name, v] : extra_named)
       if (v == variant) {
         const RowPlan plan = row_plan(variant);
         list.emplace_back(name, RowPlans{plan, plan, plan});
@@ -285,15 +325,15 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
     options += " -DDNNB_ROW_EXACT=1";
   auto kernel = opencl_kernel(device, program_name, source, name, options);
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel, plan.wg);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg * plan.rows_per_group);
   if (!fits) return fits.status();
   return *fits ? *kernel : nullptr;
 }
 
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& fast_exp) {
+                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& extra) {
   bool ok = true;
-  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw, fast_exp)) {
+  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw, extra)) {
     ok = register_opencl(op, variant, dtypes,
                          [source, plans = plans, run](OpCall& call) {
                            return run(call, source, plans(call.problem.dtype));
@@ -342,7 +382,9 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
                            // only when set, so the other plans keep their options (and builds)
                            (plan.raw ? " -DDNNB_ROW_RAW=1" : "") + (plan.early ? " -DDNNB_ROW_EARLY=1" : "") +
                            // the 16-bit tier's exp; f32 programs keep the built-in one (prelude.cl)
-                           (plan.fast_exp && dtype != DType::f32 ? " -DDNNB_HALF_MATH=2" : ""));
+                           (plan.fast_exp && dtype != DType::f32 ? " -DDNNB_HALF_MATH=2" : "") +
+                           (plan.one_reduction ? " -DDNNB_ROW_ONE=1" : "") + (plan.online ? " -DDNNB_LSE_ONLINE=1" : "") +
+                           (plan.rows_per_group > 1 ? " -DDNNB_ROW_RPG=" + std::to_string(plan.rows_per_group) : ""));
 }
 
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {
@@ -352,20 +394,28 @@ Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) 
   return kernel_max >= wg && device.max_work_group_size() >= wg;
 }
 
-Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what, size_t wg) {
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what, size_t wg,
+                         size_t rows_per_group) {
   if (rows <= 0) return Status::ok();
   // The kernel's local arrays and reductions are sized for exactly the compiled work-group
   // size: refuse a kernel built for another size rather than let it index past them.
   size_t compiled[3] = {0, 0, 0};
   DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
                                        sizeof(compiled), compiled, nullptr));
-  if (compiled[0] != wg || compiled[1] != 1 || compiled[2] != 1)
+  if (compiled[0] != wg || compiled[1] != rows_per_group || compiled[2] != 1)
     return DNNB_ERROR(what + ": kernel compiled for work-group " + std::to_string(compiled[0]) + "x" +
                       std::to_string(compiled[1]) + "x" + std::to_string(compiled[2]) + ", launch needs " +
-                      std::to_string(wg) + "x1x1");
-  const size_t local = wg;
-  const size_t global = std::min(static_cast<size_t>(rows), kMaxGroups) * local;
-  return enqueue(device, kernel, 1, &global, &local, what);
+                      std::to_string(wg) + "x" + std::to_string(rows_per_group) + "x1");
+  const size_t groups = std::min(ceil_div(static_cast<size_t>(rows), rows_per_group), kMaxGroups);
+  if (rows_per_group == 1) {
+    const size_t local = wg;
+    const size_t global = groups * local;
+    return enqueue(device, kernel, 1, &global, &local, what);
+  }
+  // Groups along dim 0 (no per-dimension cap of 65535 there), the row slices along dim 1.
+  const size_t local[2] = {wg, rows_per_group};
+  const size_t global[2] = {groups * wg, rows_per_group};
+  return enqueue(device, kernel, 2, global, local, what);
 }
 
 const std::vector<DType>& float_dtypes() {

@@ -116,6 +116,15 @@ struct RowPlan {
   // softmax and the cross-entropy ops take exp as native_exp2 (row_body.cl dnnb_row_exp, with its
   // error analysis), and bf16 stores round half away from zero (row_body.cl dnnb_bf16x8_narrow).
   bool fast_exp = false;
+  // DNNB_ROW_ONE=1 (softmax and the cross-entropy ops): one work-group reduction per row over
+  // (max, sum of exp) pairs instead of a max reduction then a sum reduction (logsumexp_body.cl).
+  bool one_reduction = false;
+  // DNNB_LSE_ONLINE=1 (one_reduction and raw only; the cross-entropy ops): each item's (max, sum)
+  // in one streaming pass over its chunks, the exps of a write pass recomputed (logsumexp_body.cl).
+  bool online = false;
+  // DNNB_ROW_RPG: rows per work-group (softmax and the cross-entropy ops): a 2-D group of wg x
+  // rows_per_group items, one row per slice of wg items (logsumexp_body.cl, "rows per group").
+  size_t rows_per_group = 1;
 };
 // One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
 // pick, per dtype, the variant that measured fastest (RowDefaults).
@@ -130,7 +139,10 @@ enum class RowVariant {
   wg256, legacy, wg128, wg128p, wg64p, stream,
   wg256r, wg128r, wg128pr, wg64pr,  // raw loads (DNNB_ROW_RAW); wg256r is no named variant, only a default
   wg128re, wg128pre, wg64pre,
-  wg128rn, wg128ren, wg128prn, wg128pren  // wg128r, wg128re, wg128pr, wg128pre with fast_exp
+  wg128rn, wg128ren, wg128prn, wg128pren,  // wg128r, wg128re, wg128pr, wg128pre with fast_exp
+  // one_reduction ("o") on the fast-exp plans; then online ("s") on wg128prn, wg128pren, wg64pren,
+  // and the last with two rows per group
+  wg128rno, wg128reno, wg128prno, wg128preno, wg128prnos, wg128prenos, wg64prenos, wg64x2prenos
 };
 RowPlan row_plan(RowVariant variant);
 // The variant an op's default runs, per dtype.
@@ -142,19 +154,20 @@ struct RowDefaults {
 // (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
 // float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream"; when
 // with_raw, also "wg128r", "wg128pr", "wg64pr" and the defaults' plans and those three with early
-// loads: "rawe", "wg128re", "wg128pre", "wg64pre"; then each of
-// `fast_exp` (wg128rn, wg128ren, wg128prn, wg128pren: registered by softmax and the cross-entropy
-// ops only, whose exp they change) under its name.
+// loads: "rawe", "wg128re", "wg128pre", "wg64pre"; then each of `extra` under its name: the
+// fast-exp plans (wg128rn, wg128ren, wg128prn, wg128pren) and the one-reduction plans (wg128rno,
+// wg128reno, wg128prno, wg128preno, wg128prnos, wg128prenos, wg64prenos, wg64x2prenos),
+// registered by softmax and the cross-entropy ops only, whose exp and statistics they change.
 std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {},
                                                            bool with_raw = false,
-                                                           const std::vector<RowVariant>& fast_exp = {});
+                                                           const std::vector<RowVariant>& extra = {});
 // How a row op runs one call under one plan, its program source given.
 using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
-// Registers `op` once per row variant of row_variants(with_stream, defaults, with_raw, fast_exp);
+// Registers `op` once per row variant of row_variants(with_stream, defaults, with_raw, extra);
 // each call runs with the plan of its dtype. False when a registration failed.
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
                      std::string source, RowOpRun run, bool with_raw = false,
-                     const std::vector<RowVariant>& fast_exp = {});
+                     const std::vector<RowVariant>& extra = {});
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {
@@ -179,11 +192,12 @@ int row_cache_vecs(DType dtype, int64_t cols, const RowPlan& plan = RowPlan{});
 Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views);
 // build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS, -DDNNB_ALIGNED, -DDNNB_ROW_PACKED
 // (16-bit only) and -DDNNB_ROW_STREAM, from the plan (and -DDNNB_ROW_RAW, -DDNNB_ROW_EARLY,
-// -DDNNB_HALF_MATH=2 (16-bit only) when set).
+// -DDNNB_HALF_MATH=2 (16-bit only), -DDNNB_ROW_ONE, -DDNNB_LSE_ONLINE, -DDNNB_ROW_RPG when set).
 std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned,
                         const RowPlan& plan = RowPlan{});
 // False when this kernel cannot run `wg` items on this device (its register use may lower
-// CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
+// CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel. `wg` counts every item of
+// the group (plan.wg * plan.rows_per_group).
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg = kRowWorkGroup);
 // Kernel `name` of program `program_name`, built by row_options() for `vecs` chunks per item
 // (typed 16-byte accesses when every view is chunk-aligned, `extra_options` appended; for a raw
@@ -193,9 +207,10 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
                                     const char* name, DType dtype, int vecs, std::initializer_list<ClRows> views,
                                     const RowPlan& plan = RowPlan{}, const std::string& extra_options = "");
 // One work-group of `wg` items per row (grid-stride beyond kMaxGroups rows); refuses a kernel
-// compiled for another work-group size.
+// compiled for another work-group size. rows_per_group > 1: 2-D groups of wg x rows_per_group
+// items, one row per slice of wg (the last group's spare slices redo a row and store nothing).
 Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what,
-                         size_t wg = kRowWorkGroup);
+                         size_t wg = kRowWorkGroup, size_t rows_per_group = 1);
 // Largest row (in columns) the int column math of row_body.cl accepts.
 constexpr int64_t kRowMaxCols = int64_t{1} << 30;
 

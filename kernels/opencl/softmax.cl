@@ -10,7 +10,8 @@
 // The row is read once into registers as z, then: row max (one two-level reduction), exp in
 // place, row sum (a second one), one multiply per element on the way out. Two cheap
 // reductions with a single exp per element beat merging (max, sum) pairs, whose tree needs
-// two exps per step. The exps are dnnb_row_exp (row_body.cl): the built-in exp, or in 16-bit
+// two exps per step. With DNNB_ROW_ONE (variants "*o") each item's exps are about its own max
+// and one tree merges the items' pairs (logsumexp_body.cl: two exps per pair, not per element). The exps are dnnb_row_exp (row_body.cl): the built-in exp, or in 16-bit
 // fast-exp plans (DNNB_HALF_MATH=2) native_exp2 times 2^DNNB_EXP16_BIAS, which y = e / sum cancels.
 // mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
 // loads); 2 one mask value per row (column stride 0, e.g. a [N, 1] mask).
@@ -35,20 +36,22 @@ inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* 
 // everywhere, and y = 0 as SDPA gives. Shared by softmax_cached and its early-load form.
 inline void softmax_finish_cached(private dnnb_vec* cache, float m, global dnnb_t* yrow, int cols,
                                   local float* scratch) {
-  m = dnnb_row_wg_max(m, scratch);
-  const float shift = m == -INFINITY ? 0.0f : m;
+  m = dnnb_lse_max(m, scratch);  // the row's max, or with DNNB_ROW_ONE this item's
+  const float shift = dnnb_lse_shift(m);
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     cache[k] = dnnb_row_exp(cache[k] - shift);
     s += dnnb_vsum(cache[k]);
   }
-  s = dnnb_row_wg_sum(s, scratch);
-  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+  const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
+  // st.own takes the cached exps to the row's max with DNNB_ROW_ONE (1 otherwise, folded away);
+  // logsumexp_body.cl says why it multiplies each exp rather than 1/S.
+  const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, (cache[k] * st.own) * inv_s);
   }
 }
 #endif
@@ -97,26 +100,27 @@ inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mr
   // element), as in softmax_cached.
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k)
-    if (dnnb_in_row(dnnb_chunk_col(k), cols)) m = dnnb_max_nan(m, dnnb_vmax(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k)));
-  m = dnnb_row_wg_max(m, scratch);
-  const float shift = m == -INFINITY ? 0.0f : m;
+    if (dnnb_in_row(dnnb_chunk_col(k), cols)) m = dnnb_lse_vmax(m, SOFTMAX_Z(dnnb_raw_get(xraw[k]), k));
+  m = dnnb_lse_max(m, scratch);
+  const float shift = dnnb_lse_shift(m);
   float s = 0.0f;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k)
     if (dnnb_in_row(dnnb_chunk_col(k), cols)) s += dnnb_vsum(dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift));
-  s = dnnb_row_wg_sum(s, scratch);
-  const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+  const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
+  const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;  // own: see softmax_finish_cached
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift) * inv_s);
+    if (dnnb_in_row(c, cols))
+      dnnb_row_store(yrow, c, cols, (dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - st.item_shift) * st.own) * inv_s);
   }
 #else
   dnnb_vec cache[DNNB_ROW_VECS];
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     cache[k] = SOFTMAX_Z(dnnb_raw_get(xraw[k]), k);
-    m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+    m = dnnb_lse_vmax(m, cache[k]);
   }
   softmax_finish_cached(cache, m, yrow, cols, scratch);
 #endif
@@ -125,7 +129,7 @@ inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mr
 
 DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* mask, dnnb_rows mr,
                                     int mask_mode, float scale, float softcap, global dnnb_t* y, dnnb_rows yr) {
-  local float scratch[DNNB_ROW_SCRATCH];
+  local float scratch[DNNB_LSE_SCRATCH];  // logsumexp_body.cl (no rows per group here: DNNB_ROW_KERNEL)
   const int cols = (int)xr.cols;
   for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
@@ -150,11 +154,11 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
 #endif
       if (dnnb_in_row(c, cols))
-        m = dnnb_max_nan(m, dnnb_vmax(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols,
-                                                   scale, softcap)));
+        m = dnnb_lse_vmax(m, softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+                                          softcap));
     }
-    m = dnnb_row_wg_max(m, scratch);
-    const float shift = m == -INFINITY ? 0.0f : m;
+    m = dnnb_lse_max(m, scratch);
+    const float shift = dnnb_lse_shift(m);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
@@ -163,15 +167,15 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
         s += dnnb_vsum(dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
                                         softcap) - shift));
     }
-    s = dnnb_row_wg_sum(s, scratch);
-    const float inv_s = m == -INFINITY ? 0.0f : 1.0f / s;
+    const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
+    const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;  // own: see softmax_finish_cached
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
       if (dnnb_in_row(c, cols))
         dnnb_row_store(yrow, c, cols,
-                       dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
-                                        softcap) - shift) * inv_s);
+                       (dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
+                                         softcap) - st.item_shift) * st.own) * inv_s);
     }
 #else
     dnnb_vec cache[DNNB_ROW_VECS];
@@ -185,7 +189,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       cache[k] = softmax_z_of(dnnb_raw_get(raw[k]), mrow, mask_mode, mask_scalar, dnnb_chunk_col(k), cols, scale,
                               softcap);
-      m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+      m = dnnb_lse_vmax(m, cache[k]);
     }
 #else
 #pragma unroll
@@ -193,7 +197,7 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
       const int c = dnnb_chunk_col(k);
       cache[k] = c < cols ? softmax_z_chunk(xrow, mrow, mask_mode, mask_scalar, c, cols, scale, softcap)
                           : (dnnb_vec)(-INFINITY);
-      m = dnnb_max_nan(m, dnnb_vmax(cache[k]));
+      m = dnnb_lse_vmax(m, cache[k]);
     }
 #endif
     softmax_finish_cached(cache, m, yrow, cols, scratch);

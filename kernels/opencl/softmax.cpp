@@ -2,6 +2,7 @@
 // The default takes softmax_cached when the row fits its register cache and x, y (and a
 // mask row) have unit column stride, else softmax_rows; variant "legacy" is always
 // softmax_rows (kept to compare the two on a new device).
+#include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/row_body_cl.h"
 #include "kernels/opencl/softmax_cl.h"
@@ -82,7 +83,8 @@ Status run_softmax(OpCall& call, const std::string& source, const RowPlan& plan)
 }
 
 bool register_softmax() {
-  std::string source = program_source({opencl_source::row_body, opencl_source::softmax});
+  // logsumexp_body.cl: the row statistics softmax_cached shares with the cross-entropy kernels.
+  std::string source = program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::softmax});
   // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
   // (docs/opencl.md): f16 293 us and bf16 325 with wg128 against 340 and 376 with wg256; f32 wg256
   // 432 (stream 412: within the short runs' noise).
@@ -96,8 +98,12 @@ bool register_softmax() {
   // 16-bit fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp):
   // the 16-bit default's plan (wg128r), its early-load twin (fastest for f16 in session 5), and the
   // packed early plan, whose second exp per element is now cheap and whose cache is half the size.
+  // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE): the 16-bit default's plan (wg128ren)
+  // and its packed twin (wg128pren) with one tree of (max, sum) pairs instead of two trees.
   return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax,
-                         /*with_raw=*/true, {RowVariant::wg128rn, RowVariant::wg128ren, RowVariant::wg128pren});
+                         /*with_raw=*/true,
+                         {RowVariant::wg128rn, RowVariant::wg128ren, RowVariant::wg128pren, RowVariant::wg128reno,
+                          RowVariant::wg128preno});
 }
 
 }  // namespace
