@@ -44,6 +44,7 @@ double smallest_subnormal(DType dtype) {
 double rtol_ulps(ToleranceClass c, DType dtype) {
   const bool f32 = dtype == DType::f32;
   switch (c) {
+    case ToleranceClass::selection: return 0;
     case ToleranceClass::exact: return 1;
     case ToleranceClass::elementwise: return f32 ? 32 : 1;
     case ToleranceClass::reduction: return f32 ? 64 : 1;
@@ -88,6 +89,8 @@ std::string coord_of(int64_t flat, const Shape& shape) {
 Tolerance tolerance_for(ToleranceClass c, DType dtype, double expected_rms) {
   Tolerance t;
   t.rtol = rtol_ulps(c, dtype) * dtype_epsilon(dtype);
+  // selection: no rounding happens, so any difference (one ulp, one subnormal step) is a bug.
+  if (c == ToleranceClass::selection) return t;
   t.atol = c == ToleranceClass::exact ? smallest_subnormal(dtype) : t.rtol * expected_rms;
   if (t.atol < smallest_subnormal(dtype)) t.atol = smallest_subnormal(dtype);
   return t;

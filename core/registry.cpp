@@ -6,6 +6,7 @@ namespace dnnb {
 
 const char* to_string(ToleranceClass c) {
   switch (c) {
+    case ToleranceClass::selection: return "selection";
     case ToleranceClass::exact: return "exact";
     case ToleranceClass::elementwise: return "elementwise";
     case ToleranceClass::reduction: return "reduction";

@@ -40,7 +40,8 @@ struct OpCall {
 // Tolerance classes; thresholds and their reasons live in core/tolerance.cpp and
 // docs/conformance.md.
 enum class ToleranceClass {
-  exact,        // one correctly rounded operation per element (relu, add, mul...)
+  selection,    // the output is one of the inputs, unchanged (max, relu): it must equal it
+  exact,        // one correctly rounded operation per element (add, sub, mul)
   elementwise,  // transcendental per element (exp, tanh, erf, sigmoid)
   reduction,    // sums over a row
   normalization,// mean/variance then scale (layernorm, rmsnorm, softmax)

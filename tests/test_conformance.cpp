@@ -1,24 +1,54 @@
-// Conformance per backend, so `ci/test.sh` gates on it: every fixture case and every random
-// case of the backend must pass. A backend whose device is absent here is skipped with the
-// reason (e.g. "no CUDA device: ..."); one whose cases are all unsupported fails.
+// Conformance per backend and op, so `ci/test.sh` gates on it: every fixture case and every
+// random case of each implementation must pass. One test per (backend, op): a slow op (PoCL runs
+// every OpenCL variant of the row ops on the CPU) has its own time limit and says which op it
+// is, and ctest spreads the tests over the machine's cores. A backend whose device is absent here
+// is skipped with the reason (e.g. "no CUDA device: ..."), one without an implementation of the op
+// says so; one whose cases are all unsupported fails.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+#include <vector>
+
 #include "core/check.h"
+#include "core/registry.h"
 
 namespace dnnb {
 namespace {
 
-class Conformance : public ::testing::TestWithParam<std::string> {};
+struct BackendOp {
+  std::string backend;
+  std::string op;
+};
+
+// Evaluated when gtest registers the tests (after static initialisation filled the registry).
+std::vector<BackendOp> backend_ops() {
+  std::vector<BackendOp> list;
+  for (const char* backend : {"reference", "avx512", "cuda", "opencl", "onednn"})
+    for (const OpSpec& spec : Registry::instance().ops()) list.push_back({backend, spec.name});
+  return list;
+}
+
+// What gtest prints for a parameter (test listings, failures): "opencl/softmax".
+void PrintTo(const BackendOp& p, std::ostream* os) { *os << p.backend << "/" << p.op; }
+
+class Conformance : public ::testing::TestWithParam<BackendOp> {};
 
 TEST_P(Conformance, AllCasesPass) {
-  const std::string backend = GetParam();
+  const std::string& backend = GetParam().backend;
+  const std::string& op = GetParam().op;
   if (Registry::instance().implementations().empty()) GTEST_FAIL() << "no implementation registered";
-  bool any = false;
-  for (const auto& impl : Registry::instance().implementations()) any |= impl.backend == backend;
+  bool any = false, of_op = false;
+  for (const auto& impl : Registry::instance().implementations()) {
+    any |= impl.backend == backend;
+    of_op |= impl.backend == backend && impl.op == op;
+  }
   if (!any) GTEST_SKIP() << "backend " << backend << " is not compiled into this build";
+  if (!of_op) GTEST_SKIP() << "backend " << backend << " has no implementation of " << op;
 
   CheckOptions options;
   options.backend = backend;
+  options.op_glob = op;  // op names hold no glob characters
   FixtureManifest manifest;
   auto plan = plan_check(options, manifest);
   ASSERT_TRUE(plan.is_ok()) << plan.status().message;
@@ -34,18 +64,17 @@ TEST_P(Conformance, AllCasesPass) {
       ADD_FAILURE() << r.verdict() << " " << r.case_id << "\n  " << r.reason << "\n  rerun: " << repro_command(r, options);
   }
   CheckSummary s = summarize(results);
-  std::printf("[ conformance %s ] %d passed, %d failed, %d xfail, %d skipped, %d unsupported, %d bad input\n",
-              backend.c_str(), s.passed, s.failed, s.expected_failures, s.skipped, s.unsupported, s.bad_input);
+  std::printf("[ conformance %s %s ] %d passed, %d failed, %d xfail, %d skipped, %d unsupported, %d bad input\n",
+              backend.c_str(), op.c_str(), s.passed, s.failed, s.expected_failures, s.skipped, s.unsupported, s.bad_input);
   for (const auto& r : results)
     if (r.expected_failure()) std::printf("  XFAIL %s: %s\n", r.case_id.c_str(), r.known_deviation.c_str());
   if (s.passed == 0 && s.failed == 0 && s.bad_input == 0 && s.skipped > 0)
     GTEST_SKIP() << "skipped: " << skip_reason;
-  EXPECT_GT(s.passed, 0) << "no case of backend " << backend << " ran";
+  EXPECT_GT(s.passed, 0) << "no case of " << op << " on backend " << backend << " ran";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Conformance,
-                         ::testing::Values("reference", "avx512", "cuda", "opencl", "onednn"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(backend_ops()),
+                         [](const auto& info) { return info.param.backend + "_" + info.param.op; });
 
 }  // namespace
 }  // namespace dnnb

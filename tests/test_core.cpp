@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/compare.h"
+#include "core/dtype.h"
 #include "core/host_device.h"
 #include "core/problem.h"
 #include "core/sha256.h"
@@ -182,6 +183,33 @@ TEST(Compare, MistrustsMostlyZeroOutputs) {
   std::string why;
   EXPECT_FALSE(metrics_pass(compare_outputs(got, expected, loose), &why));
   EXPECT_NE(why.find("mistrusted"), std::string::npos);
+}
+
+// max and relu return one of their inputs: one ulp off (a neighbouring 16-bit key), or one
+// subnormal step, is a wrong answer, and the selection class says so where exact's 1 ulp would not.
+TEST(Tolerance, SelectionAcceptsOnlyTheInputItself) {
+  Tensor expected = *empty_tensor(scratch_host(), DType::f64, {2, 4});
+  Tensor got = *empty_tensor(scratch_host(), DType::bf16, {2, 4});
+  const float values[8] = {1.5f, -3.25f, 0.0f, 1e-40f, 96.0f, -0.0f, 7.0f, -1e-39f};
+  for (int i = 0; i < 8; ++i) {
+    const uint16_t bits = f32_to_bf16(values[i]);
+    static_cast<uint16_t*>(got.host_data())[i] = bits;
+    static_cast<double*>(expected.host_data())[i] = bf16_to_f32(bits);
+  }
+  const Tolerance tol = tolerance_for(ToleranceClass::selection, DType::bf16, 1.0);
+  EXPECT_EQ(tol.rtol, 0.0);
+  EXPECT_EQ(tol.atol, 0.0);
+  EXPECT_TRUE(metrics_pass(compare_outputs(got, expected, tol), nullptr));
+  for (int i : {0, 3}) {  // a normal value's next key, then a subnormal's
+    auto* bits = static_cast<uint16_t*>(got.host_data()) + i;
+    ++*bits;
+    std::string why;
+    EXPECT_FALSE(metrics_pass(compare_outputs(got, expected, tol), &why)) << i;
+    // ... which exact's one ulp (a subnormal step near zero) lets through.
+    EXPECT_TRUE(metrics_pass(compare_outputs(got, expected, tolerance_for(ToleranceClass::exact, DType::bf16, 1.0)),
+                             nullptr)) << i;
+    --*bits;
+  }
 }
 
 TEST(Tolerance, FollowsDtypeEpsilon) {
