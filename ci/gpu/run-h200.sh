@@ -12,6 +12,7 @@
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
+#   cpu-rounds  the same in CPU_ROUNDS rounds, each against its own probe (ci/gpu/cpu_rounds.py)
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
 #   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
 #             OpenCL device; backend may be a comma list, e.g. opencl,opencl/legacy) into
@@ -85,6 +86,26 @@ for step in "$@"; do
     log "AVX-512 and oneDNN at 16384x8192"
     cap=150 bench bench-avx512 --backend avx512 --size 16384x8192 --repetitions 5 --warmup 2 --dtype ${CPU_DTYPE:-f32}
     cap=150 bench bench-onednn --backend onednn --size 16384x8192 --repetitions 5 --warmup 2 --dtype ${CPU_DTYPE:-f32} ;;
+  cpu-rounds)
+    # CPU_ROUNDS (default 3) rounds of: the host's ceilings (dnnblocks roofline --device cpu:0),
+    # then AVX-512 and oneDNN at 16384x8192 in CPU_DTYPES (default "f32 bf16") against them.
+    # ci/gpu/cpu_rounds.py takes each case's % of copy per round against that round's probe and
+    # prints the median and range over rounds (the host is a shared VM whose bandwidth drifts
+    # 10-25% within minutes: one round's figure is not the machine's). $OUT/cpu-rounds.tgz.
+    mkdir -p /tmp/cpu-rounds
+    for k in $(seq 1 "${CPU_ROUNDS:-3}"); do
+      d=/tmp/cpu-rounds/round-$k; mkdir -p "$d"
+      log "cpu round $k"
+      timeout 120 $bin roofline --device cpu:0 --out "$d/ceilings.json" > "$d/roofline.txt" 2>&1 || echo "  roofline exit $?"
+      for dt in ${CPU_DTYPES:-f32 bf16}; do
+        for be in avx512 onednn; do
+          timeout 200 $bin bench --backend $be --device cpu:0 --size 16384x8192 --dtype "$dt" --repetitions 5 --warmup 2 \
+            --max-time 1 --ceilings "$d/ceilings.json" --out "$d/$be-$dt.json" > "$d/$be-$dt.txt" 2>&1 || echo "  $be $dt exit $?"
+        done
+      done
+    done
+    python3 ci/gpu/cpu_rounds.py /tmp/cpu-rounds/round-* | tee /tmp/cpu-rounds/summary.md | tail -60
+    tar -czf "$OUT/cpu-rounds.tgz" -C /tmp/cpu-rounds . ;;
   anchors)
     log "torch anchors"
     PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$OUT/torch.json" > "$OUT/torch.txt" 2>&1; tail -5 "$OUT/torch.txt" ;;
@@ -138,7 +159,8 @@ for step in "$@"; do
   roofline)
     # ROOFLINE_RUNS=N (default 1) runs it N times: the first is $OUT/ceilings.json, the others
     # ceilings-K.json, and ci/gpu/roofline_repeat.py prints the run-to-run differences.
-    dev_args=(); for d in ${REPORT_DEVICES:-cuda:0 $ocl_nv cpu:0}; do dev_args+=(--device "$d"); done
+    # REPORT_DEVICES may name the NVIDIA OpenCL device as nvidia-opencl (its id is the loader's).
+    dev_args=(); for d in ${REPORT_DEVICES:-cuda:0 $ocl_nv cpu:0}; do [ "$d" = nvidia-opencl ] && d=$ocl_nv; dev_args+=(--device "$d"); done
     runs=(); for k in $(seq 1 "${ROOFLINE_RUNS:-1}"); do
       file="$OUT/ceilings.json"; [ "$k" = 1 ] || file="$OUT/ceilings-$k.json"
       log "roofline run $k"
