@@ -13,6 +13,9 @@
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
 #   cpu-rounds  the same in CPU_ROUNDS rounds, each against its own probe (ci/gpu/cpu_rounds.py)
+#   targets-cuda, targets-opencl  the issue-4 figures of that backend in one call: ceilings, every
+#             default at the bench problems and the broadcasts (cuda: with PyTorch's figures and
+#             ci/gpu/perf_table.py's table); TARGETS_CAP caps the defaults' bench (default 200 s)
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
 #   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
 #             OpenCL device; backend may be a comma list, e.g. opencl,opencl/legacy) into
@@ -106,6 +109,31 @@ for step in "$@"; do
     done
     python3 ci/gpu/cpu_rounds.py /tmp/cpu-rounds/round-* | tee /tmp/cpu-rounds/summary.md | tail -60
     tar -czf "$OUT/cpu-rounds.tgz" -C /tmp/cpu-rounds . ;;
+  targets-cuda|targets-opencl)
+    # The issue-4 figures of one backend in one call, each part under its own cap (the device
+    # tool allows 600 s a call, the build takes ~120 s of it): the device's ceilings, then every
+    # default at the specs' bench problems (16384x8192, 1x8192, 64x8192) and the broadcasts of
+    # add, sub, mul, div; targets-cuda adds PyTorch's figures (ci/gpu/torch_anchors.py) and
+    # ci/gpu/perf_table.py's table. $OUT/targets-<backend>.tgz holds every file.
+    be=${step#targets-}; dev=cuda:0; [ "$be" = opencl ] && dev=$ocl_nv
+    [ -n "$dev" ] || { echo "$step: no NVIDIA OpenCL device"; continue; }
+    t=/tmp/targets-$be; mkdir -p "$t"
+    log "$step: ceilings of $dev"
+    timeout 120 $bin roofline --device "$dev" --out "$t/ceilings.json" > "$t/roofline.txt" 2>&1 || echo "  roofline exit $?"
+    if [ "$be" = cuda ]; then
+      log "$step: PyTorch"
+      PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$t/torch.json" > "$t/torch.txt" 2>&1 || echo "  anchors exit $?"
+    fi
+    log "$step: defaults"
+    timeout "${TARGETS_CAP:-200}" $bin bench --backend "$be/" --device "$dev" --repetitions 10 --max-time 1 \
+      --ceilings "$t/ceilings.json" --out "$t/bench-$be.json" > "$t/bench-$be.txt" 2>&1 || echo "  bench exit $?"
+    for b in b=16384x1 b=1x8192; do
+      timeout 60 $bin bench --backend "$be/" --device "$dev" --op '[asmd][udi][bdlv]' --size "16384x8192:$b" --repetitions 10 \
+        --max-time 1 --ceilings "$t/ceilings.json" --out "$t/bench-$be-$b.json" > "$t/bench-$be-$b.txt" 2>&1 || echo "  $b exit $?"
+    done
+    if [ -f "$t/torch.json" ]; then python3 ci/gpu/perf_table.py "$t/torch.json" "$t"/bench-*.json > "$t/table.md"; tail -40 "$t/table.md"
+    else grep -h "16384x8192" "$t"/bench-*.txt | cut -c1-128; fi
+    tar -czf "$OUT/targets-$be.tgz" -C "$t" . ;;
   anchors)
     log "torch anchors"
     PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$OUT/torch.json" > "$OUT/torch.txt" 2>&1; tail -5 "$OUT/torch.txt" ;;
