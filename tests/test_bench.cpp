@@ -155,6 +155,26 @@ TEST(Bench, TiledInputsMatchCheckInputsOnTheFilledRows) {
   for (int i = 0; i < 256 * 64; ++i) ASSERT_EQ(t[768 * 64 + i], d[i]) << i;  // the repeat
 }
 
+TEST(Bench, RowBroadcastOperandIsTiledWithItsRows) {
+  // b=1024x1 follows a's 1024 rows: both are filled on 256 rows and repeated, as check fills
+  // the 256-row problem with b=256x1.
+  const OpSpec* spec = Registry::instance().find_op("add");
+  ASSERT_NE(spec, nullptr);
+  auto big = Problem::parse("add:f32:1024x64:b=1024x1");
+  auto small = Problem::parse("add:f32:256x64:b=256x1");
+  ASSERT_TRUE(big.is_ok() && small.is_ok());
+  auto big_sig = spec->signature(*big);
+  auto small_sig = spec->signature(*small);
+  ASSERT_TRUE(big_sig.is_ok() && small_sig.is_ok());
+  auto tiled = make_bench_inputs(*spec, *big, *big_sig);
+  auto direct = make_random_inputs(*spec, *small, *small_sig);
+  ASSERT_TRUE(tiled.is_ok() && direct.is_ok());
+  ASSERT_EQ((*tiled)[1].shape, (Shape{1024, 1}));
+  const auto* t = static_cast<const float*>((*tiled)[1].host_data());
+  const auto* d = static_cast<const float*>((*direct)[1].host_data());
+  for (int i = 0; i < 1024; ++i) ASSERT_EQ(t[i], d[i % 256]) << i;
+}
+
 TEST(Bench, RooflineJudgesAgainstTheMeasuredCeilingAndFlagsCacheFigures) {
   DeviceCeilings c;
   c.device = "cpu:0";

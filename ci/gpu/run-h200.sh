@@ -7,15 +7,17 @@
 #   check     conformance (CHECK_BACKENDS, default cuda opencl avx512 onednn reference, "" none:
 #             ctest only; every
 #             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"; "opencl/"
-#             is the defaults only; CHECK_CAP seconds per backend, default 240); ctest unless
-#             NO_CTEST=1
+#             is the defaults only; CHECK_DEVICE one device, nvidia-opencl = the NVIDIA OpenCL
+#             device; CHECK_CAP seconds per backend, default 240); ctest unless NO_CTEST=1
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
 #   cpu-rounds  the same in CPU_ROUNDS rounds, each against its own probe (ci/gpu/cpu_rounds.py)
 #   targets-cuda, targets-opencl  the issue-4 figures of that backend in one call: ceilings, every
 #             default at the bench problems and the broadcasts (cuda: with PyTorch's figures and
-#             ci/gpu/perf_table.py's table); TARGETS_CAP caps the defaults' bench (default 200 s)
+#             ci/gpu/perf_table.py's table); TARGETS_CAP caps each op's bench (60 s); TARGETS_OPS
+#             narrows the ops (default every op); TARGETS_DEVICE another device (default cuda:0 or the
+#             NVIDIA OpenCL device)
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
 #   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
 #             OpenCL device; backend may be a comma list, e.g. opencl,opencl/legacy) into
@@ -50,17 +52,23 @@ if [ -f .deps/onednn.tar.xz ]; then
   onednn=ON
 fi
 
+# Set-up files go to one tarball: the device tool brings back at most 8 files from $OUT.
+setup=/tmp/setup; mkdir -p $setup
 log "configure (oneDNN=$onednn)"
-cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DDNNB_ONEDNN=$onednn > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
-grep "dnnblocks:" "$OUT/configure.log"
-log build
-cmake --build build/gpu -j"$jobs" > "$OUT/build.log" 2>&1 || { grep -E "error" -A5 "$OUT/build.log" | head -80; exit 1; }
+cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DDNNB_ONEDNN=$onednn > $setup/configure.log 2>&1 || { tail -40 $setup/configure.log; exit 1; }
+grep "dnnblocks:" $setup/configure.log
+# Only the check step's ctest needs the test binaries; without it the CLI alone builds (~40% less).
+target=(); [[ " $* " == *" check "* && -z "${NO_CTEST:-}" ]] || target=(--target dnnblocks)
+log "build ${target[*]}"
+cmake --build build/gpu -j"$jobs" "${target[@]}" > $setup/build.log 2>&1 || { grep -E "error" -A5 $setup/build.log | head -80; exit 1; }
 bin=build/gpu/bin/dnnblocks
-$bin devices > "$OUT/devices.txt" 2>&1
-$bin devices --json > "$OUT/devices.json"
+$bin devices > $setup/devices.txt 2>&1
+$bin devices --json > $setup/devices.json
+tar -czf "$OUT/setup.tgz" -C $setup .
 # The NVIDIA OpenCL device's id (platform order is the loader's, not fixed).
-ocl_nv=$($bin devices --json | python3 -c 'import json,sys; print(next((d["id"] for d in json.load(sys.stdin)["devices"] if d["kind"]=="opencl" and "NVIDIA" in d["name"]), ""))')
-log "devices: $(grep -c . "$OUT/devices.txt") lines; NVIDIA OpenCL = ${ocl_nv:-none}"
+ocl_nv=$(python3 -c 'import json,sys; print(next((d["id"] for d in json.load(sys.stdin)["devices"] if d["kind"]=="opencl" and "NVIDIA" in d["name"]), ""))' < $setup/devices.json)
+all_ops=$($bin list --json | python3 -c 'import json,sys; print(" ".join(o["op"] for o in json.load(sys.stdin)["ops"]))')
+log "devices: $(grep -c . $setup/devices.txt) lines; NVIDIA OpenCL = ${ocl_nv:-none}"
 
 # Bench lines of one step appended to one text file; the JSON of each call kept apart.
 bench() { local name=$1; shift; timeout "${cap:-120}" $bin bench "$@" --out "$OUT/$name.json" >> "$OUT/$name.txt" 2>&1; echo "  $name $*: exit $?"; }
@@ -69,9 +77,10 @@ for step in "$@"; do
   case $step in
   check)
     log check
+    check_dev=${CHECK_DEVICE:-}; [ "$check_dev" = nvidia-opencl ] && check_dev=$ocl_nv
     for backend in ${CHECK_BACKENDS-cuda opencl avx512 onednn reference}; do
       tag=${backend//\//_}  # "opencl/" (the default only) -> check-opencl_.txt
-      timeout "${CHECK_CAP:-240}" $bin check --backend "$backend" ${CHECK_ARGS:-} --json "$OUT/check-$tag.json" > "$OUT/check-$tag.txt" 2>&1
+      timeout "${CHECK_CAP:-240}" $bin check --backend "$backend" ${check_dev:+--device "$check_dev"} ${CHECK_ARGS:-} --json "$OUT/check-$tag.json" > "$OUT/check-$tag.txt" 2>&1
       echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$tag.txt" | head -c 300)"
       grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$tag.txt" | head -15
     done
@@ -82,7 +91,7 @@ for step in "$@"; do
     grep -E "copy|empty" "$OUT/bench-variants.txt" ;;
   opencl)
     log "OpenCL on NVIDIA at 16384x8192, per op"
-    for op in $($bin list --json | python3 -c 'import json,sys; print(" ".join(o["op"] for o in json.load(sys.stdin)["ops"]))'); do
+    for op in $all_ops; do
       cap=40 bench bench-opencl --backend opencl --device "$ocl_nv" --op "$op" --size 16384x8192 --repetitions 10 --warmup 3
     done ;;
   cpu)
@@ -104,6 +113,7 @@ for step in "$@"; do
         for be in avx512 onednn; do
           timeout 200 $bin bench --backend $be --device cpu:0 --size 16384x8192 --dtype "$dt" --repetitions 5 --warmup 2 \
             --max-time 1 --ceilings "$d/ceilings.json" --out "$d/$be-$dt.json" > "$d/$be-$dt.txt" 2>&1 || echo "  $be $dt exit $?"
+          tar -czf "$OUT/cpu-rounds.tgz" -C /tmp/cpu-rounds .  # kept if a later cap ends the call
         done
       done
     done
@@ -115,25 +125,28 @@ for step in "$@"; do
     # default at the specs' bench problems (16384x8192, 1x8192, 64x8192) and the broadcasts of
     # add, sub, mul, div; targets-cuda adds PyTorch's figures (ci/gpu/torch_anchors.py) and
     # ci/gpu/perf_table.py's table. $OUT/targets-<backend>.tgz holds every file.
-    be=${step#targets-}; dev=cuda:0; [ "$be" = opencl ] && dev=$ocl_nv
+    be=${step#targets-}; dev=cuda:0; [ "$be" = opencl ] && dev=$ocl_nv; dev=${TARGETS_DEVICE:-$dev}
     [ -n "$dev" ] || { echo "$step: no NVIDIA OpenCL device"; continue; }
-    t=/tmp/targets-$be; mkdir -p "$t"
+    t=/tmp/targets-$be; rm -rf "$t"; mkdir -p "$t"
     log "$step: ceilings of $dev"
     timeout 120 $bin roofline --device "$dev" --out "$t/ceilings.json" > "$t/roofline.txt" 2>&1 || echo "  roofline exit $?"
     if [ "$be" = cuda ]; then
       log "$step: PyTorch"
       PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$t/torch.json" > "$t/torch.txt" 2>&1 || echo "  anchors exit $?"
     fi
-    log "$step: defaults"
-    timeout "${TARGETS_CAP:-200}" $bin bench --backend "$be/" --device "$dev" --repetitions 10 --max-time 1 \
-      --ceilings "$t/ceilings.json" --out "$t/bench-$be.json" > "$t/bench-$be.txt" 2>&1 || echo "  bench exit $?"
-    for b in b=16384x1 b=1x8192; do
-      timeout 60 $bin bench --backend "$be/" --device "$dev" --op '[asmd][udi][bdlv]' --size "16384x8192:$b" --repetitions 10 \
-        --max-time 1 --ceilings "$t/ceilings.json" --out "$t/bench-$be-$b.json" > "$t/bench-$be-$b.txt" 2>&1 || echo "  $b exit $?"
+    # One bench call per op, each with the spec's bench problems (the broadcasts, softmax's scale
+    # and softcap, rmsnorm's gemma form included), its own cap and its own file, so a slow op
+    # loses only itself (every default in one call ran past 160 s on the H100, session 9).
+    pack() { tar -czf "$OUT/targets-$be.tgz" -C "$t" .; }  # after each op: a cap that ends the call keeps the rest
+    log "$step: every default at the specs' bench problems, op by op"
+    for op in ${TARGETS_OPS:-$all_ops}; do
+      timeout "${TARGETS_CAP:-60}" $bin bench --backend "$be/" --device "$dev" --op "$op" --repetitions 10 --max-time 0.5 \
+        --ceilings "$t/ceilings.json" --out "$t/bench-$be-$op.json" > "$t/bench-$be-$op.txt" 2>&1 || echo "  $op exit $?"
+      pack
     done
     if [ -f "$t/torch.json" ]; then python3 ci/gpu/perf_table.py "$t/torch.json" "$t"/bench-*.json > "$t/table.md"; tail -40 "$t/table.md"
     else grep -h "16384x8192" "$t"/bench-*.txt | cut -c1-128; fi
-    tar -czf "$OUT/targets-$be.tgz" -C "$t" . ;;
+    pack ;;
   anchors)
     log "torch anchors"
     PYTHONUNBUFFERED=1 timeout 150 python3 ci/gpu/torch_anchors.py "$OUT/torch.json" > "$OUT/torch.txt" 2>&1; tail -5 "$OUT/torch.txt" ;;
@@ -172,7 +185,7 @@ for step in "$@"; do
     for backend in ${VERIFY_BACKENDS:-opencl avx512}; do
       for attempt in new fallback; do
         bad=0
-        for op in $($bin list --json | python3 -c 'import json,sys; print(" ".join(o["op"] for o in json.load(sys.stdin)["ops"]))'); do
+        for op in $all_ops; do
           timeout 90 $bin check --backend "$backend" --op "$op" > "/tmp/logs/check-$backend-$op-$attempt.txt" 2>&1
           rc=$?; [ $rc -eq 0 ] || { bad=1; echo "  $attempt $backend $op: exit $rc: $(grep -E '^(FAIL|ERROR)' "/tmp/logs/check-$backend-$op-$attempt.txt" | head -2)"; }
         done
