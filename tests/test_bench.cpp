@@ -138,19 +138,33 @@ TEST(Bench, SweepGrowsRowsByFourUpToTheProblem) {
   EXPECT_EQ(shapes, (std::vector<std::string>{"1x128", "4x128", "16x128", "64x128", "100x128"}));
 }
 
-TEST(Bench, TiledInputsMatchCheckInputsOnTheFilledRows) {
-  const OpSpec* spec = Registry::instance().find_op("layernorm");
-  ASSERT_NE(spec, nullptr);
-  auto big = Problem::parse("layernorm:f32:1024x64");
-  auto small = Problem::parse("layernorm:f32:256x64");
-  ASSERT_TRUE(big.is_ok() && small.is_ok());
+// Bench inputs of `big` (tiled from 256 rows) and check's seeded inputs of `small` (256 rows).
+struct TiledAndDirect {
+  std::vector<Tensor> tiled, direct;
+};
+TiledAndDirect tiled_and_direct(const std::string& op, const std::string& big_text, const std::string& small_text) {
+  const OpSpec* spec = Registry::instance().find_op(op);
+  EXPECT_NE(spec, nullptr);
+  auto big = Problem::parse(big_text);
+  auto small = Problem::parse(small_text);
+  EXPECT_TRUE(spec && big.is_ok() && small.is_ok());
+  if (!spec || !big.is_ok() || !small.is_ok()) return {};
   auto big_sig = spec->signature(*big);
   auto small_sig = spec->signature(*small);
+  EXPECT_TRUE(big_sig.is_ok() && small_sig.is_ok());
+  if (!big_sig.is_ok() || !small_sig.is_ok()) return {};
   auto tiled = make_bench_inputs(*spec, *big, *big_sig);
   auto direct = make_random_inputs(*spec, *small, *small_sig);
-  ASSERT_TRUE(tiled.is_ok() && direct.is_ok());
-  const auto* t = static_cast<const float*>((*tiled)[0].host_data());
-  const auto* d = static_cast<const float*>((*direct)[0].host_data());
+  EXPECT_TRUE(tiled.is_ok() && direct.is_ok());
+  if (!tiled.is_ok() || !direct.is_ok()) return {};
+  return {*tiled, *direct};
+}
+
+TEST(Bench, TiledInputsMatchCheckInputsOnTheFilledRows) {
+  auto in = tiled_and_direct("layernorm", "layernorm:f32:1024x64", "layernorm:f32:256x64");
+  ASSERT_FALSE(in.tiled.empty() || in.direct.empty());
+  const auto* t = static_cast<const float*>(in.tiled[0].host_data());
+  const auto* d = static_cast<const float*>(in.direct[0].host_data());
   for (int i = 0; i < 256 * 64; ++i) ASSERT_EQ(t[i], d[i]) << i;
   for (int i = 0; i < 256 * 64; ++i) ASSERT_EQ(t[768 * 64 + i], d[i]) << i;  // the repeat
 }
@@ -158,20 +172,11 @@ TEST(Bench, TiledInputsMatchCheckInputsOnTheFilledRows) {
 TEST(Bench, RowBroadcastOperandIsTiledWithItsRows) {
   // b=1024x1 follows a's 1024 rows: both are filled on 256 rows and repeated, as check fills
   // the 256-row problem with b=256x1.
-  const OpSpec* spec = Registry::instance().find_op("add");
-  ASSERT_NE(spec, nullptr);
-  auto big = Problem::parse("add:f32:1024x64:b=1024x1");
-  auto small = Problem::parse("add:f32:256x64:b=256x1");
-  ASSERT_TRUE(big.is_ok() && small.is_ok());
-  auto big_sig = spec->signature(*big);
-  auto small_sig = spec->signature(*small);
-  ASSERT_TRUE(big_sig.is_ok() && small_sig.is_ok());
-  auto tiled = make_bench_inputs(*spec, *big, *big_sig);
-  auto direct = make_random_inputs(*spec, *small, *small_sig);
-  ASSERT_TRUE(tiled.is_ok() && direct.is_ok());
-  ASSERT_EQ((*tiled)[1].shape, (Shape{1024, 1}));
-  const auto* t = static_cast<const float*>((*tiled)[1].host_data());
-  const auto* d = static_cast<const float*>((*direct)[1].host_data());
+  auto in = tiled_and_direct("add", "add:f32:1024x64:b=1024x1", "add:f32:256x64:b=256x1");
+  ASSERT_FALSE(in.tiled.size() < 2 || in.direct.size() < 2);
+  ASSERT_EQ(in.tiled[1].shape, (Shape{1024, 1}));
+  const auto* t = static_cast<const float*>(in.tiled[1].host_data());
+  const auto* d = static_cast<const float*>(in.direct[1].host_data());
   for (int i = 0; i < 1024; ++i) ASSERT_EQ(t[i], d[i % 256]) << i;
 }
 

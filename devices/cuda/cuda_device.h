@@ -39,12 +39,16 @@ class CudaDevice final : public DeviceRuntime {
   // Makes this device current on the calling thread.
   Status activate() const;
   int sm_count() const { return sm_count_; }
+  // Theoretical DRAM bandwidth (info().peaks, docs/devices.md); 0 when the driver reports no
+  // memory clock or bus width. Kernels pick launch shapes by it (kernels/cuda/softmax_plan.h).
+  double dram_peak_bytes_per_s() const { return dram_peak_bytes_per_s_; }
 
  private:
   int ordinal_;
   DeviceInfo info_;
   cudaStream_t stream_ = nullptr;
   int sm_count_ = 0;
+  double dram_peak_bytes_per_s_ = 0;
 };
 
 }  // namespace dnnb

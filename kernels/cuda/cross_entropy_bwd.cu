@@ -7,7 +7,8 @@
 // deterministic), then the row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy
 // epilogue: rows held in registers up to 16K classes or in shared memory up to 51200 classes
 // (logits read once, dlogits written once); longer rows read the logits twice.
-// Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel,
+// Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel;
+// bf16 in "pipe4"'s shape, or "pipe32"'s on devices with DRAM under 4 TB/s: softmax_plan.h;
 // equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
 // f32 295 us against 452, bf16 201 against 297; session 4: bf16 with 4 blocks per SM, 161 us);
 // "pipe32", "pipe4", "pipe16" the pipe kernel's launch shapes (softmax.cu; session 6 on the H200,

@@ -9,7 +9,8 @@
 //              columns per thread in blocks of 512, 2 stages; f32 4 stages); other shapes as
 //              "occ" (promoted from "pipe" after the H200 run of 2026-11-21, session 3: f32 297
 //              us against 435, f16/bf16 161-163 against 283-287 at 16384 x 8192; session 4:
-//              16-bit 148-152; session 6: 16-bit 142, f32 270);
+//              16-bit 148-152; session 6: 16-bit 142, f32 270); on devices with DRAM under
+//              4 TB/s (the H100) f16/bf16 take "pipe4"'s shape (softmax_plan.h);
 //   "pipe32"   the pipe kernel with 32 columns per thread, 3 blocks per SM, for every dtype
 //              (the 16-bit default until session 4, f32's until session 6); "pipe4" with 4
 //              blocks per SM; "pipe16" with 16 columns per thread and 2 stages for every dtype;

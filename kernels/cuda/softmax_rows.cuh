@@ -32,6 +32,7 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/row_pipe.cuh"
+#include "kernels/cuda/softmax_plan.h"
 
 namespace dnnb::cuda_kernels {
 
@@ -219,6 +220,8 @@ __global__ void __launch_bounds__(kSoftmaxOccThreads, kSoftmaxOccMinBlocks)
 // of 512 for 16-bit softmax (measured 2026-11-21 as variant "pipe16": bf16 148 us against 159,
 // f16 152 against 159), 32 columns and 4 blocks per SM for 16-bit cross_entropy_bwd ("pipe4": bf16
 // 161 against 173), and 32 columns and 3 blocks for f32 (the variants were not faster there).
+// Those are the H200's shapes; devices with slower DRAM (the H100) take pipe4 for 16-bit softmax
+// and pipe32 for 16-bit cross_entropy_bwd (resolve_softmax_plan, softmax_plan.h, with the figures).
 inline constexpr int64_t kSoftmaxPipeMaxCols = kRowPipeMaxCols;
 
 // s * 2^((m - to) * c), the rescale of a partial sum taken relative to max m onto max to >= m;
@@ -545,34 +548,13 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads, 1)
   }
 }
 
-// How a launcher places rows (the softmax variants).
-enum class SoftmaxPlan {
-  occ,       // variant "occ" (the default until 2026-11-21, session 3): softmax_regs_occ_kernel for
-             // 1025..8192 columns with the approximate exp for f16/bf16 (expf for f32), else as reg2
-  occ_expf,  // as occ with expf for every dtype (the previous 16-bit numerics)
-  reg2,      // registers up to kMaxRegisterCols (2 rows per SM at 8192 columns), then the long
-             // kernel with the z cache: the default before 2026-11-21
-  smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
-  two_pass,  // the long kernel without the cache at every size: x read twice
-  pipe,      // the default ("" variant; measured 2026-11-21 as variant "pipe": f32 297 us against
-             // occ's 435, f16/bf16 161-163 against 283-287 at 16384 x 8192): softmax_pipe_kernel
-             // where it applies (persistent blocks, rows prefetched into shared memory with
-             // cp.async), every other shape as occ
-  pipe32,    // as pipe, 32 columns per thread and 3 blocks per SM for every dtype (RowPipe32x3;
-             // the default's shape for every dtype until 2026-11-21, session 4)
-  pipe4,     // as pipe, 4 blocks per SM (RowPipe32x4)
-  pipe16,    // as pipe, 16 columns per thread in blocks of up to 512 (RowPipe16x2)
-  pipe16s3,  // as pipe16 with 3 stages (the 16-bit default until 2026-11-21, session 6)
-  pipe16s4,  // as pipe16 with 4 stages (RowPipe16x2s4: the f32 softmax default since session 6)
-};
 
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
 template <typename T>
 Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
-  if (plan == SoftmaxPlan::pipe && sizeof(T) == 2) plan = a.target != nullptr ? SoftmaxPlan::pipe4 : SoftmaxPlan::pipe16;
-  if (plan == SoftmaxPlan::pipe && sizeof(T) == 4 && a.target == nullptr) plan = SoftmaxPlan::pipe16s4;
+  plan = resolve_softmax_plan(plan, sizeof(T), a.target != nullptr, device.dram_peak_bytes_per_s());
   if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
       plan == SoftmaxPlan::pipe16 || plan == SoftmaxPlan::pipe16s3 || plan == SoftmaxPlan::pipe16s4) {
     auto launched = plan == SoftmaxPlan::pipe4      ? try_launch_softmax_pipe<T, RowPipe32x4>(device, a)
