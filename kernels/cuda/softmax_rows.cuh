@@ -548,7 +548,6 @@ __global__ void __launch_bounds__(kSoftmaxLongThreads, 1)
   }
 }
 
-
 // Picks the kernel and launch shape for `a` (x, mask, y, rows, cols and the math fields set).
 template <typename T>
 Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPlan plan) {
