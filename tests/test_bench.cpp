@@ -3,6 +3,7 @@
 // options are bad input, and bench inputs match check's seeded inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/bench.h"
@@ -81,18 +82,30 @@ TEST(Bench, ColdPolicyRotatesSetsPastTheCache) {
 }
 
 TEST(Bench, InjectedSlowdownIsARealDelay) {
+  // Other tests share CI's two cores, so any one run may be slowed by half or more. Compare the
+  // fastest repetition of two interleaved runs each: a neighbour only ever adds time, so the
+  // minimum is the undisturbed figure (a single pair of medians failed in CI: 9.6 ms slowed
+  // against 11.5 ms unslowed, the unslowed run crowded out).
   BenchOptions o = tiny_options();
   o.size = "64x4096";
   o.repetitions = 5;
-  auto base = run_bench(o);
-  o.slowdown_glob = "add:*";
-  o.slowdown_percent = 100;
-  auto slow = run_bench(o);
-  ASSERT_TRUE(base.is_ok() && slow.is_ok());
-  ASSERT_EQ(slow->results[0].status, StatusCode::ok) << slow->results[0].reason;
-  // +100% of the calibrated launch time: expect well over 1.4x even on a busy machine.
-  EXPECT_GT(slow->results[0].median_s, 1.4 * base->results[0].median_s);
-  EXPECT_FALSE(slow->results[0].flags.empty());
+  BenchOptions slowed = o;
+  slowed.slowdown_glob = "add:*";
+  slowed.slowdown_percent = 100;
+  double base_min_s = 1e30, slow_min_s = 1e30;
+  for (int pair = 0; pair < 2; ++pair) {
+    auto base = run_bench(o);
+    auto slow = run_bench(slowed);
+    ASSERT_TRUE(base.is_ok() && slow.is_ok());
+    ASSERT_EQ(base->results[0].status, StatusCode::ok) << base->results[0].reason;
+    ASSERT_EQ(slow->results[0].status, StatusCode::ok) << slow->results[0].reason;
+    EXPECT_FALSE(slow->results[0].flags.empty());
+    base_min_s = std::min(base_min_s, base->results[0].min_s);
+    slow_min_s = std::min(slow_min_s, slow->results[0].min_s);
+  }
+  // +100% of the calibrated launch time doubles the undisturbed time; 1.4x leaves room for
+  // a calibration that itself ran undisturbed while the timed repetitions did not.
+  EXPECT_GT(slow_min_s, 1.4 * base_min_s) << "slowed " << slow_min_s << " s, unslowed " << base_min_s << " s";
 }
 
 TEST(Bench, BadOptionsAreBadInput) {

@@ -76,8 +76,9 @@ TEST(Ceilings, CpuQuickProbesArePositiveAndSane) {
     EXPECT_GT(c.value(probe), 0.5e9) << probe;
     EXPECT_LT(c.value(probe), 1e13) << probe;
   }
-  // A core-local L2 working set is served faster than DRAM.
-  EXPECT_GT(c.value("cache_read_bytes_per_s"), c.value("dram_read_bytes_per_s"));
+  // A core-local L2 working set is served faster than DRAM. Best samples, not medians: CI runs
+  // tests side by side on two cores, and a neighbour only ever lowers a rate.
+  EXPECT_GT(c.measured.at("cache_read_bytes_per_s").best, c.measured.at("dram_read_bytes_per_s").best);
   EXPECT_EQ(c.bandwidth_bytes_per_s(),
             std::max(c.value("dram_copy_bytes_per_s"), c.value("dram_read_bytes_per_s")));
 }
