@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "devices/cpu/cpu_features.h"
 #include "kernels/avx512/avx512_math.h"
@@ -37,10 +38,30 @@ DNNB_AVX512 Sweep sweep(F vector_fn, R reference, float lo, float hi, int64_t po
   return s;
 }
 
-DNNB_AVX512 __m512 v_exp(__m512 x) { return exp_ps(x); }
-DNNB_AVX512 __m512 v_tanh(__m512 x) { return tanh_ps(x); }
-DNNB_AVX512 __m512 v_sigmoid(__m512 x) { return sigmoid_ps(x); }
-DNNB_AVX512 __m512 v_gelu(__m512 x) { return _mm512_mul_ps(x, normal_cdf_ps(x)); }
+// The f32 functions of both f32 tiers: `full` (the default kernels) and `full_reciprocal`
+// (variant avx512/rcp: quotients by reciprocal estimate and a Newton step, at most ~0.6 ulp
+// more, avx512_math.h), held to the same bounds.
+template <Accuracy A>
+struct Tier {
+  static constexpr Accuracy value = A;
+};
+template <class T>
+class Avx512MathF32 : public ::testing::Test {};
+struct TierName {
+  template <class T>
+  static std::string GetName(int) { return T::value == Accuracy::full ? "full" : "full_reciprocal"; }
+};
+using F32Tiers = ::testing::Types<Tier<Accuracy::full>, Tier<Accuracy::full_reciprocal>>;
+TYPED_TEST_SUITE(Avx512MathF32, F32Tiers, TierName);
+
+template <Accuracy A>
+DNNB_AVX512 __m512 v_exp(__m512 x) { return exp_v<A>(Vecs<1>{{x}}).v[0]; }
+template <Accuracy A>
+DNNB_AVX512 __m512 v_tanh(__m512 x) { return tanh_v<A>(Vecs<1>{{x}}).v[0]; }
+template <Accuracy A>
+DNNB_AVX512 __m512 v_sigmoid(__m512 x) { return sigmoid_v<A>(Vecs<1>{{x}}).v[0]; }
+template <Accuracy A>
+DNNB_AVX512 __m512 v_gelu(__m512 x) { return _mm512_mul_ps(x, normal_cdf_v<A>(Vecs<1>{{x}}).v[0]); }
 
 // f(x) on all lanes, lane 0 back as a float (for tests that are not AVX-512 functions).
 template <class F>
@@ -48,48 +69,58 @@ DNNB_AVX512 float at(F f, float x) { return _mm512_cvtss_f32(f(_mm512_set1_ps(x)
 
 constexpr int64_t kPoints = 1 << 20;
 
-TEST(Avx512Math, Exp) {
+TYPED_TEST(Avx512MathF32, Exp) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  Sweep s = sweep(v_exp, [](double x) { return std::exp(x); }, -87.3f, 88.7f, kPoints);
+  Sweep s = sweep(v_exp<TypeParam::value>, [](double x) { return std::exp(x); }, -87.3f, 88.7f, kPoints);
   EXPECT_LE(s.max_ulp, 1.5) << "at x = " << s.worst_x;
 }
 
-TEST(Avx512Math, Tanh) {
+TYPED_TEST(Avx512MathF32, Tanh) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  Sweep s = sweep(v_tanh, [](double x) { return std::tanh(x); }, -10.0f, 10.0f, kPoints);
+  Sweep s = sweep(v_tanh<TypeParam::value>, [](double x) { return std::tanh(x); }, -10.0f, 10.0f, kPoints);
   EXPECT_LE(s.max_ulp, 2.0) << "at x = " << s.worst_x;
+  // Past the reciprocal tier's clamp of 2|x| at 20, and far past it (e^{2|x|} is Inf there).
+  Sweep far = sweep(v_tanh<TypeParam::value>, [](double x) { return std::tanh(x); }, -60.0f, 60.0f, kPoints / 16);
+  EXPECT_LE(far.max_ulp, 2.0) << "at x = " << far.worst_x;
 }
 
-TEST(Avx512Math, Sigmoid) {
+TYPED_TEST(Avx512MathF32, Sigmoid) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  Sweep s = sweep(v_sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -87.0f, 30.0f, kPoints);
+  Sweep s = sweep(v_sigmoid<TypeParam::value>, [](double x) { return 1 / (1 + std::exp(-x)); }, -87.0f, 30.0f, kPoints);
   EXPECT_LE(s.max_ulp, 3.5) << "at x = " << s.worst_x;
 }
 
-TEST(Avx512Math, GeluErf) {
+TYPED_TEST(Avx512MathF32, GeluErf) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  Sweep s = sweep(v_gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -3.0f, 3.0f, kPoints);
+  Sweep s = sweep(v_gelu<TypeParam::value>, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -3.0f, 3.0f, kPoints);
   EXPECT_LE(s.max_ulp, 9.0) << "at x = " << s.worst_x;
 }
 
 // Phi is one formula on both signs (erfc(z) e^{z^2} fitted in t = 1/(1 + z/2) down to z = 0):
 // the negative tail keeps relative accuracy down to x = -14 (docs/avx512.md: 9.6 ulp).
-TEST(Avx512Math, GeluErfTails) {
+TYPED_TEST(Avx512MathF32, GeluErfTails) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  Sweep s = sweep(v_gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -14.0f, 14.0f, kPoints);
+  Sweep s = sweep(v_gelu<TypeParam::value>, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, -14.0f, 14.0f, kPoints);
   EXPECT_LE(s.max_ulp, 14.0) << "at x = " << s.worst_x;
 }
 
-TEST(Avx512Math, SpecialValues) {
+TYPED_TEST(Avx512MathF32, SpecialValues) {
   if (!usable()) GTEST_SKIP() << cpu_status().message;
-  EXPECT_TRUE(std::isnan(at(v_exp, NAN)));
-  EXPECT_EQ(at(v_exp, -INFINITY), 0.0f);
-  EXPECT_EQ(at(v_exp, INFINITY), INFINITY);
-  EXPECT_EQ(at(v_tanh, -INFINITY), -1.0f);
-  EXPECT_EQ(at(v_sigmoid, -INFINITY), 0.0f);
-  EXPECT_EQ(at(v_gelu, INFINITY), INFINITY);
-  EXPECT_EQ(at(v_gelu, 0.0f), 0.0f);
-  EXPECT_TRUE(std::isnan(at(v_gelu, NAN)));
+  constexpr Accuracy A = TypeParam::value;
+  EXPECT_TRUE(std::isnan(at(v_exp<A>, NAN)));
+  EXPECT_EQ(at(v_exp<A>, -INFINITY), 0.0f);
+  EXPECT_EQ(at(v_exp<A>, INFINITY), INFINITY);
+  for (float x : {-INFINITY, -1e30f, -50.0f, -10.0f}) {
+    EXPECT_EQ(at(v_tanh<A>, x), -1.0f) << x;
+    EXPECT_EQ(at(v_tanh<A>, -x), 1.0f) << -x;
+  }
+  EXPECT_TRUE(std::isnan(at(v_tanh<A>, NAN)));
+  EXPECT_EQ(at(v_sigmoid<A>, -INFINITY), 0.0f);
+  EXPECT_EQ(at(v_sigmoid<A>, INFINITY), 1.0f);
+  EXPECT_TRUE(std::isnan(at(v_sigmoid<A>, NAN)));
+  EXPECT_EQ(at(v_gelu<A>, INFINITY), INFINITY);
+  EXPECT_EQ(at(v_gelu<A>, 0.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(at(v_gelu<A>, NAN)));
 }
 
 // Every f32 in a stride over all bit patterns (plus all subnormal-range edges) through the

@@ -173,10 +173,11 @@ RowChunks plan_row_chunks(int64_t rows, int64_t cols) {
 
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run) {
+                     std::function<Status(OpCall&)> run, std::string variant) {
   Implementation impl;
   impl.op = op;
   impl.backend = "avx512";
+  impl.variant = std::move(variant);
   impl.dtypes = dtypes;
   impl.supports = [dtypes, supports = std::move(supports)](const Problem& p, const DeviceRuntime& d) {
     DNNB_TRY(common_supports(p, d, dtypes));

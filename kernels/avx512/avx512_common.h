@@ -442,9 +442,9 @@ void for_each_row(int64_t rows, int64_t cols, Partial&& partial, Merge&& merge, 
   });
 }
 
-// Registration helper: an Implementation of backend "avx512" (default variant).
+// Registration helper: an Implementation of backend "avx512" ("" = the default variant).
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run);
+                     std::function<Status(OpCall&)> run, std::string variant = "");
 
 }  // namespace dnnb::avx512

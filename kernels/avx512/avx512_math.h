@@ -13,6 +13,13 @@
 //   uses lower polynomial degrees, a one-constant exp reduction and a reciprocal estimate
 //   with one Newton step instead of VDIVPS (whose 512-bit throughput, ~10 cycles on Intel
 //   cores, alone exceeds the per-vector budget of a 16-bit op at 80% of copy bandwidth).
+// - Accuracy::full_reciprocal, the f32 variant `avx512/rcp` of sigmoid, silu, tanh, gelu and
+//   gelu_tanh: full's polynomials, but each quotient as reciprocal() (below) times the
+//   dividend instead of VDIVPS. The reciprocal is within 0.5 + 2^-4 ulp of 1/d, the product
+//   rounds once more: at most ~0.6 ulp more than full's single rounding, inside the headroom
+//   of full's bounds (tests/test_avx512_math.cpp checks both tiers against the same ones).
+//   Whether the divider is what holds f32 sigmoid/tanh/gelu at 63-79% of the Xeon's copy
+//   rate (exp, with no quotient, reaches 86%) is for the bench to say on that host.
 //
 // Polynomial coefficients were fitted for this file (weighted least squares on Chebyshev
 // points, reweighted towards minimax, in relative error); the fitting ranges are given with
@@ -22,7 +29,8 @@
 
 namespace dnnb::avx512 {
 
-enum class Accuracy { full, half };
+enum class Accuracy { full, full_reciprocal, half };
+constexpr bool full_polynomials(Accuracy a) { return a != Accuracy::half; }
 template <class Fmt>
 inline constexpr Accuracy accuracy_for = Fmt::dtype == DType::f32 ? Accuracy::full : Accuracy::half;
 
@@ -110,10 +118,11 @@ template <int K>  // a 2^floor(b), rounded once (subnormals and Inf as they come
 DNNB_AVX512_INLINE Vecs<K> scalef(const Vecs<K>& a, const Vecs<K>& b) {
   return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_scalef_ps(x, y); }, a, b);
 }
-// 1/d for d >= 1 or d <= -1 (and +-Inf): VRCP14PS (relative error <= 2^-14) and one Newton
-// step (error squared, ~1 ulp of f32 after rounding): 3 uops of latency ~14 where VDIVPS is
-// one uop of the divider (512-bit throughput ~10 cycles on Intel cores, shared by two
-// hyperthreads). d must not be 0 or subnormal.
+// 1/d for finite d >= 1 or d <= -1: VRCP14PS (relative error <= 2^-14) and one Newton step
+// (error squared, 2^-28, then one rounding: within 0.5 + 2^-4 ulp of f32): 3 uops of latency
+// ~14 where VDIVPS is one uop of the divider (512-bit throughput ~10 cycles on Intel cores,
+// shared by two hyperthreads). d must not be 0, subnormal or infinite (VRCP14PS gives 0 for
+// Inf, and the Newton step's Inf x 0 is NaN): callers clamp their argument first.
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> reciprocal(const Vecs<K>& d) {
   Vecs<K> r;
@@ -156,7 +165,7 @@ DNNB_AVX512_INLINE Vecs<K> exp_clamped(const Vecs<K>& x) {
   const Vecs<K> shifter = splat<K>(12582912.0f);  // 1.5 * 2^23: rounds to an integer
   const Vecs<K> n = sub(fmadd(x, splat<K>(1.44269504088896341f), shifter), shifter);
   Vecs<K> p;
-  if constexpr (A == Accuracy::full) {
+  if constexpr (full_polynomials(A)) {
     Vecs<K> r = fnmadd(n, splat<K>(0.693145751953125f), x);  // ln2 high part
     r = fnmadd(n, splat<K>(1.42860682030941723e-6f), r);     // ln2 - high
     p = fmadd(splat<K>(1.381461276e-03f), r, splat<K>(8.368710056e-03f));
@@ -235,8 +244,16 @@ DNNB_AVX512_INLINE Vecs<K> tanh_v(const Vecs<K>& x) {
     p = fmadd(p, s, splat<K>(1.333330358e-01f));
     p = fmadd(p, s, splat<K>(-3.333333317e-01f));
     const Vecs<K> small = fmadd(mul(a, s), p, a);
-    const Vecs<K> e = exp_nonnegative<A>(add(a, a));
-    const Vecs<K> large = sub(splat<K>(1.0f), div(splat<K>(2.0f), add(e, splat<K>(1.0f))));
+    Vecs<K> large;
+    if constexpr (A == Accuracy::full) {
+      const Vecs<K> e = exp_nonnegative<A>(add(a, a));
+      large = sub(splat<K>(1.0f), div(splat<K>(2.0f), add(e, splat<K>(1.0f))));
+    } else {
+      // 2|x| clamped to 20 keeps e^{2|x|} + 1 finite for reciprocal(): at |x| >= 10 the result
+      // is 1 - 4e-9 or closer, which rounds to 1 (half an ulp below 1 is 3e-8), as tanh does.
+      const Vecs<K> e = exp_clamped<A>(min_keep_nan(20.0f, add(a, a)));
+      large = fnmadd(reciprocal(add(e, splat<K>(1.0f))), splat<K>(2.0f), splat<K>(1.0f));  // 1 - 2r, one rounding
+    }
     Masks<K> is_small;
     DNNB_EACH is_small.m[k] = _mm512_cmp_ps_mask(a.v[k], _mm512_set1_ps(0.625f), _CMP_LT_OQ);
     return copy_sign(select(is_small, small, large), x);  // also keeps -0 and NaN as they are
@@ -273,7 +290,10 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
     half_erfc = mul(exp_clamped<A>(mul(x2, splat<K>(-0.5f))), h);  // -x^2/2 >= -200: no clamp
   } else {
     const Vecs<K> z = mul(a, splat<K>(0.707106781186547524f));
-    const Vecs<K> t = div(splat<K>(1.0f), fmadd(z, splat<K>(0.5f), splat<K>(1.0f)));
+    const Vecs<K> d = fmadd(z, splat<K>(0.5f), splat<K>(1.0f));  // in [1, 8.1]: reciprocal() may take it
+    Vecs<K> t;
+    if constexpr (A == Accuracy::full) t = div(splat<K>(1.0f), d);
+    else t = reciprocal(d);
     Vecs<K> h = fmadd(splat<K>(-2.760923281e-02f), t, splat<K>(1.323873103e-01f));
     h = fmadd(h, t, splat<K>(-2.217173278e-01f));
     h = fmadd(h, t, splat<K>(1.118340418e-01f));

@@ -74,6 +74,15 @@ bool register_unary(const char* op) {
     return elementwise<1>(call, {&call.inputs.at(0)}, [](auto fmt) { return F<accuracy_for<decltype(fmt)>>{}; });
   });
 }
+// Variant `rcp`, f32 only: the f32 functions with each quotient by reciprocal estimate and a
+// Newton step instead of VDIVPS (Accuracy::full_reciprocal, avx512_math.h), to time against
+// the default on the Xeon (16-bit outputs already divide that way).
+template <template <Accuracy> class F>
+bool register_unary_reciprocal(const char* op) {
+  return register_kernel(op, {DType::f32}, nullptr, [](OpCall& call) {
+    return elementwise<1>(call, {&call.inputs.at(0)}, [](auto) { return F<Accuracy::full_reciprocal>{}; });
+  }, "rcp");
+}
 
 DNNB_REGISTER(register_unary<Relu>("relu"));
 DNNB_REGISTER(register_unary<Sigmoid>("sigmoid"));
@@ -82,6 +91,11 @@ DNNB_REGISTER(register_unary<Exp>("exp"));
 DNNB_REGISTER(register_unary<Silu>("silu"));
 DNNB_REGISTER(register_unary<Gelu>("gelu"));
 DNNB_REGISTER(register_unary<GeluTanh>("gelu_tanh"));
+DNNB_REGISTER(register_unary_reciprocal<Sigmoid>("sigmoid"));
+DNNB_REGISTER(register_unary_reciprocal<Tanh>("tanh"));
+DNNB_REGISTER(register_unary_reciprocal<Silu>("silu"));
+DNNB_REGISTER(register_unary_reciprocal<Gelu>("gelu"));
+DNNB_REGISTER(register_unary_reciprocal<GeluTanh>("gelu_tanh"));
 
 }  // namespace
 }  // namespace dnnb::avx512
