@@ -8,7 +8,8 @@
 #             ctest only; every
 #             variant, every device of the kind; CHECK_ARGS narrows, e.g. "--op gelu"; "opencl/"
 #             is the defaults only; CHECK_DEVICE one device, nvidia-opencl = the NVIDIA OpenCL
-#             device; CHECK_CAP seconds per backend, default 240); ctest unless NO_CTEST=1
+#             device; CHECK_CAP seconds per backend, default 240); ctest unless NO_CTEST=1,
+#             CTEST_ARGS narrows it (e.g. "-R Avx512Math": the AVX-512 math sweeps only)
 #   variants  CUDA defaults and variants at 16384x8192, every dtype (which variant to promote)
 #   opencl    OpenCL on NVIDIA at 16384x8192, per op so a slow op shows which it is
 #   cpu       AVX-512 and oneDNN at 16384x8192 on the host CPU, with the CPU copy probe
@@ -82,7 +83,7 @@ for step in "$@"; do
       echo "check $backend: exit $? :: $(tail -1 "$OUT/check-$tag.txt" | head -c 300)"
       grep -E "^(FAIL|ERROR|BAD_INPUT)" "$OUT/check-$tag.txt" | head -15
     done
-    [ -n "${NO_CTEST:-}" ] || { (cd build/gpu && timeout 180 ctest -j4 --output-on-failure > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt"; } ;;
+    [ -n "${NO_CTEST:-}" ] || { (cd build/gpu && timeout 180 ctest -j4 --output-on-failure ${CTEST_ARGS:-} > "$OUT/ctest.txt" 2>&1); tail -3 "$OUT/ctest.txt"; } ;;
   variants)
     log "CUDA variants at 16384x8192"
     cap=200 bench bench-variants --backend cuda --size 16384x8192 --repetitions 20 --warmup 5 ${CEILINGS:+--ceilings "$CEILINGS"}
