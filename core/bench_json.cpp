@@ -33,10 +33,7 @@ nlohmann::json or_null(const std::string& s) { return s.empty() ? nlohmann::json
 
 // Theoretical FLOP/s of a compute unit from the device's peaks ("f32_fma" -> peaks f32).
 double theoretical_flops(const DeviceInfo* info, const std::string& unit) {
-  if (!info || !info->peaks.contains("flops_per_s")) return 0;
-  const auto& table = info->peaks["flops_per_s"];
-  const std::string dtype = unit.substr(0, unit.find('_'));
-  return table.contains(dtype) && table[dtype].is_number() ? table[dtype].get<double>() : 0;
+  return info ? peak_flops_per_s(*info, unit.substr(0, unit.find('_'))) : 0;
 }
 
 }  // namespace

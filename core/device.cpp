@@ -2,12 +2,31 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace dnnb {
 
 nlohmann::json to_json(const DeviceInfo& info) {
   return {{"id", info.id}, {"kind", to_string(info.kind)}, {"name", info.name},
           {"capabilities", info.capabilities}, {"peaks", info.peaks}};
+}
+
+namespace {
+double positive_number(const nlohmann::json& table, const std::string& key) {
+  if (!table.is_object()) return 0;
+  auto it = table.find(key);
+  if (it == table.end() || !it->is_number()) return 0;
+  const double v = it->get<double>();
+  return std::isfinite(v) && v > 0 ? v : 0;
+}
+}  // namespace
+
+double peak_bandwidth_bytes_per_s(const DeviceInfo& info) {
+  return positive_number(info.peaks, "memory_bandwidth_bytes_per_s");
+}
+double peak_flops_per_s(const DeviceInfo& info, const std::string& dtype) {
+  if (!info.peaks.is_object() || !info.peaks.contains("flops_per_s")) return 0;
+  return positive_number(info.peaks["flops_per_s"], dtype);
 }
 
 

@@ -31,6 +31,11 @@ struct DeviceInfo {
 // {"id", "kind", "name", "capabilities", "peaks"}: one device of `dnnblocks devices --json`.
 nlohmann::json to_json(const DeviceInfo& info);
 
+// The theoretical peaks of `info.peaks`: DRAM bandwidth, and FLOP/s of a dtype ("f32", "bf16").
+// 0 where the device gave none, or no finite positive number.
+double peak_bandwidth_bytes_per_s(const DeviceInfo& info);
+double peak_flops_per_s(const DeviceInfo& info, const std::string& dtype);
+
 class DeviceRuntime;
 
 // Memory on one device. `handle` is a host pointer (cpu), a device pointer (cuda) or a

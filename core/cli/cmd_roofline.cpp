@@ -53,21 +53,11 @@ std::string human(const std::string& probe, double value) {
 // DRAM streams against the memory bandwidth, each arithmetic unit against its dtype. AMX and
 // caches have no modelled peak.
 std::optional<double> theoretical_peak(const DeviceInfo& info, const std::string& probe) {
-  const json& peaks = info.peaks;
-  auto number = [](const json& j, const char* key) -> std::optional<double> {
-    if (!j.is_object()) return std::nullopt;
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_number()) return std::nullopt;
-    const double v = it->get<double>();
-    return std::isfinite(v) && v > 0 ? std::optional<double>(v) : std::nullopt;
-  };
-  if (probe == "dram_copy_bytes_per_s" || probe == "dram_read_bytes_per_s")
-    return number(peaks, "memory_bandwidth_bytes_per_s");
-  if (!peaks.is_object() || !peaks.contains("flops_per_s")) return std::nullopt;
-  const json& flops = peaks["flops_per_s"];
-  if (probe == "f32_fma_flops_per_s") return number(flops, "f32");
-  if (probe == "f16_fma_flops_per_s" || probe == "f16_tensor_flops_per_s") return number(flops, "f16");
-  if (probe == "bf16_dot_flops_per_s" || probe == "bf16_tensor_flops_per_s") return number(flops, "bf16");
+  auto known = [](double v) { return v > 0 ? std::optional<double>(v) : std::nullopt; };
+  if (probe == "dram_copy_bytes_per_s" || probe == "dram_read_bytes_per_s") return known(peak_bandwidth_bytes_per_s(info));
+  if (probe == "f32_fma_flops_per_s") return known(peak_flops_per_s(info, "f32"));
+  if (probe == "f16_fma_flops_per_s" || probe == "f16_tensor_flops_per_s") return known(peak_flops_per_s(info, "f16"));
+  if (probe == "bf16_dot_flops_per_s" || probe == "bf16_tensor_flops_per_s") return known(peak_flops_per_s(info, "bf16"));
   return std::nullopt;
 }
 

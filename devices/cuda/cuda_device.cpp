@@ -17,10 +17,7 @@ Status cuda_status(cudaError_t err, const char* call, const char* file, int line
 CudaDevice::CudaDevice(int ordinal, DeviceInfo info) : ordinal_(ordinal), info_(std::move(info)) {
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal_) == cudaSuccess) sm_count_ = sms;
-  if (info_.peaks.is_object()) {
-    auto bw = info_.peaks.find("memory_bandwidth_bytes_per_s");
-    if (bw != info_.peaks.end() && bw->is_number()) dram_peak_bytes_per_s_ = bw->get<double>();
-  }
+  dram_peak_bytes_per_s_ = peak_bandwidth_bytes_per_s(info_);
   // A constructor cannot return a Status: if the stream cannot be made, work goes to the
   // legacy default stream (correct, only less concurrent) and the info says so.
   cudaError_t err = cudaSetDevice(ordinal_);
