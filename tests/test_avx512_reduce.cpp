@@ -82,5 +82,29 @@ TEST(Avx512Reduce, AheadDoesNotChangeSums) {
   }
 }
 
+// ahead_of's limit (plain integer code: runs on any CPU). Prefetches never fault, but they
+// must not touch bytes outside the tensor, so the limit ends at row r + 1's end at most.
+TEST(Avx512Ahead, LimitEndsWithinTheRowOrTheNextOne) {
+  std::vector<float> storage(4 * 100);
+  HostRows t;
+  t.data = reinterpret_cast<char*>(storage.data());
+  t.element_size = sizeof(float);
+  t.index.outer_dims = 1;
+  t.index.size[0] = 4;
+  t.index.stride[0] = 100;  // dense: each row follows the last
+  t.index.rows = 4;
+  t.index.cols = 100;
+  EXPECT_EQ(ahead_of(t, 0, 0, 100, 1024).limit, 200);  // 256 elements ahead, cut at row 1's end
+  EXPECT_EQ(ahead_of(t, 0, 0, 100, 256).limit, 164);   // 64 elements ahead
+  EXPECT_EQ(ahead_of(t, 1, 0, 40, 1024).limit, 200);   // the rest of row 1 (60), then row 2 (100)
+  EXPECT_EQ(ahead_of(t, 3, 0, 100, 1024).limit, 100);  // the last row: nothing beyond the tensor
+  EXPECT_EQ(ahead_of(t, 3, 60, 40, 1024).limit, 40);
+  EXPECT_EQ(ahead_of(t, 0, 0, 100, 0).bytes, 0);       // off
+  t.index.stride[0] = 128;                             // padded rows: the padding is not read
+  EXPECT_EQ(ahead_of(t, 0, 0, 100, 1024).limit, 100);
+  t.index.col_stride = 2;                              // gathered: off
+  EXPECT_EQ(ahead_of(t, 0, 0, 50, 1024).bytes, 0);
+}
+
 }  // namespace
 }  // namespace dnnb::avx512

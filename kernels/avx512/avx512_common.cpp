@@ -23,6 +23,25 @@ const int64_t prefetch_ahead_bytes = [] {
   return prefetch_level == 0 ? 0 : std::max<int64_t>(bytes, 0) / 64 * 64;
 }();
 
+const int64_t eltwise_ahead_bytes = [] {
+  const char* env = std::getenv("DNNB_AVX512_ELTWISE_AHEAD");
+  const int64_t bytes = env == nullptr || *env == '\0' ? kDefaultEltwiseAhead : std::strtoll(env, nullptr, 10);
+  return prefetch_level == 0 ? 0 : std::max<int64_t>(bytes, 0) / 64 * 64;
+}();
+
+Ahead ahead_of(const HostRows& t, int64_t r, int64_t c0, int64_t n, int64_t bytes) {
+  Ahead ahead;
+  if (bytes <= 0 || t.col_stride() != 1 || t.element_size == 0) return ahead;
+  const int64_t elements = bytes / static_cast<int64_t>(t.element_size);
+  // The rest of row r, and row r + 1 when it starts where row r ends (only that one: rows
+  // further on need not follow, and the last row's end is the tensor's end).
+  int64_t room = t.cols() - (c0 + n);
+  if (r + 1 < t.rows() && t.index.row_offset(r + 1) == t.index.row_offset(r) + t.cols()) room += t.cols();
+  ahead.bytes = bytes;
+  ahead.limit = n + std::min(elements, std::max<int64_t>(room, 0));
+  return ahead;
+}
+
 // Row r + 1 of t (and of `second`, e.g. a softmax mask), when prefetching is on, the row
 // exists and its columns are unit-stride (a gathered row is read through scratch instead).
 // Rows are given to threads in contiguous blocks (parallel_tasks), so r + 1 is the row this

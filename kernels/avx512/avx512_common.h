@@ -288,10 +288,19 @@ DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, b
 // norm2), which have no compute phase to hide it behind: there it only adds a second read
 // stream per core, which measured no better on the 2-core build VM, so it is opt-in.
 extern const int prefetch_level;
-// Bytes the single-pass reductions prefetch ahead of their read stream (row_reduce.h, Ahead):
+// Bytes the single-pass reductions prefetch ahead of their read stream (Ahead, below):
 // DNNB_AVX512_PREFETCH_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0.
 extern const int64_t prefetch_ahead_bytes;
 constexpr int64_t kDefaultPrefetchAhead = 0;
+// The same for the elementwise ops' unit-stride inputs (elementwise.h):
+// DNNB_AVX512_ELTWISE_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0. 4 KiB by default:
+// on the GPU machine's Xeon (16 vCPUs) it took exp, sigmoid and gelu 6-31% less time than no
+// prefetch, in f32 and bf16, in each of two rounds (1 KiB: 7-21%); add bf16 7% less, add f32
+// a wash (0.85-1.13x). docs/perf.md, session 11 (the `knob` step of ci/gpu/run-h200.sh). While
+// a core computes a vector it issues no new misses, so without it the transcendental ops ran
+// at 49-80% of copy.
+extern const int64_t eltwise_ahead_bytes;
+constexpr int64_t kDefaultEltwiseAhead = 4096;
 
 struct NextRow {
   const char* base[2] = {nullptr, nullptr};  // the first `count` are set: up to two tensors' rows
@@ -347,6 +356,37 @@ struct HostRows {
     return reinterpret_cast<T*>(data) + index.row_offset(r);
   }
 };
+
+// ---- Prefetching ahead of a read stream --------------------------------------------------
+
+// Software prefetch `bytes` in front of a read stream (into L1, each line once), for kernels
+// that stream through a span: the single-pass reductions (reduce.cpp) and the elementwise ops
+// (elementwise.h). A core's read rate is the number of misses it keeps in flight; the hardware
+// streamer stops at every 4 KiB page and restarts only after demand misses in the next one (a
+// 16-bit row of 8192 is 4 pages), and while a core computes it issues no demand misses at
+// all, while a prefetch that far ahead crosses into the next page before the loads get there.
+// `limit`: prefetch only below p + limit elements (the span, or further when what follows it
+// in memory is what the thread reads next), so padded or gathered rows never prefetch bytes
+// nobody reads.
+struct Ahead {
+  int64_t bytes = 0;  // 0: off
+  int64_t limit = 0;  // in elements from p
+};
+
+// The prefetches of step i (columns [i, i + cols)) that lie below the limit.
+// Offsets are compared, never pointers past the span.
+template <class T>
+DNNB_AVX512_INLINE void fetch_ahead(const T* p, int64_t i, const Ahead& ahead, int64_t cols = 64) {
+  constexpr int64_t size = static_cast<int64_t>(sizeof(T));
+  const int64_t first = i * size + ahead.bytes, end = std::min(first + cols * size, ahead.limit * size);
+  for (int64_t off = first; off < end; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
+}
+
+// Ahead for columns [c0, c0 + n) of row r of t, `bytes` ahead (0: off): the limit runs to the
+// end of the row, and on to the end of row r + 1 when that follows in memory (rows go to
+// threads in contiguous blocks, so it is what this thread reads next but at the end of its
+// block); never past `bytes`. Off for a strided row, which is gathered into scratch.
+Ahead ahead_of(const HostRows& t, int64_t r, int64_t c0, int64_t n, int64_t bytes);
 
 // stream_output for an output addressed as rows, which every kernel asks once per call:
 // only a unit-stride output streams (a strided one is scattered from scratch, regular stores).

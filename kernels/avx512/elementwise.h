@@ -90,6 +90,8 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
   const T* src[N];
   __m512 repeated[N];
   bool is_repeated[N];
+  Ahead ahead[N];  // DNNB_AVX512_ELTWISE_AHEAD (avx512_common.h); off: bytes == 0
+  bool any_ahead = false;
   for (int k = 0; k < N; ++k) {
     is_repeated[k] = plan.in[k].col_stride() == 0;
     if (is_repeated[k]) {
@@ -97,8 +99,16 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
       src[k] = nullptr;
     } else {
       src[k] = read_span<T>(plan.in[k], r, c0, n, k);
+      ahead[k] = ahead_of(plan.in[k], r, c0, n, eltwise_ahead_bytes);
+      any_ahead = any_ahead || ahead[k].bytes > 0;
     }
   }
+  // One predictable branch per 32 or 64 columns when off.
+  auto fetch = [&](int64_t i, int64_t cols) DNNB_AVX512_LAMBDA {
+    if (!any_ahead) return;
+    for (int k = 0; k < N; ++k)
+      if (ahead[k].bytes > 0) fetch_ahead(src[k], i, ahead[k], cols);
+  };
   T* dst = write_span<T>(plan.out, r, c0, n, 3);
   auto one = [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
     Vecs<1> v[N];
@@ -107,12 +117,14 @@ DNNB_AVX512 void elementwise_tile(const ElementwisePlan<N>& plan, const Op& op, 
     return op(v).v[0];
   };
   auto two = [&](int64_t i) DNNB_AVX512_LAMBDA {
+    fetch(i, 32);
     Vecs<2> v[N];
     for (int k = 0; k < N; ++k) v[k] = is_repeated[k] ? Vecs<2>{{repeated[k], repeated[k]}} : Fmt::load2(src[k] + i);
     return op(v);
   };
   if constexpr (requires { requires Op::kQuads; }) {
     auto four = [&](int64_t i) DNNB_AVX512_LAMBDA {
+      fetch(i, 64);
       Vecs<4> v[N];
       for (int k = 0; k < N; ++k) {
         const Vecs<2> lo = is_repeated[k] ? Vecs<2>{{repeated[k], repeated[k]}} : Fmt::load2(src[k] + i);

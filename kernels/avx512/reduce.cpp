@@ -32,12 +32,7 @@ Status run_reduce(OpCall& call) {
         const NextRow next = n == cols ? next_row_of(*x, r, nullptr, 2) : NextRow{};
         // Prefetch ahead within unit-stride spans, and on into what follows them in memory
         // when that is the thread's next span (the next chunk, or the next row of dense rows).
-        Ahead ahead;
-        if (x->col_stride() == 1 && prefetch_ahead_bytes > 0) {
-          const bool follows = c0 + n < cols || (r + 1 < rows && x->index.row_offset(r + 1) == x->index.row_offset(r) + cols);
-          ahead.bytes = prefetch_ahead_bytes;
-          ahead.limit = n + (follows ? prefetch_ahead_bytes / static_cast<int64_t>(sizeof(T)) : 0);
-        }
+        const Ahead ahead = ahead_of(*x, r, c0, n, prefetch_ahead_bytes);
         return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n, 0.0f, next, ahead);
       },
       [](float a, float b) { return A::merge(a, b); },

@@ -45,28 +45,6 @@ struct Accumulate {
 
 constexpr int64_t kReduceBlock = 4096;
 
-// Software prefetch `ahead` bytes in front of a reduction's read stream (into L1, each line
-// once: 64 columns per step), for the single-pass reductions (reduce.cpp). They do a few
-// uops per line and nothing else, so a core's read rate is the number of misses it keeps in
-// flight; the hardware streamer stops at every 4 KiB page and restarts only after demand
-// misses in the next one (a 16-bit row of 8192 is 4 pages), while a prefetch that far ahead
-// crosses into the next page before the loads get there. `limit`: prefetch only below
-// p + limit elements (the span, or further when the thread's next span follows in memory),
-// so padded or gathered rows never prefetch bytes nobody reads.
-struct Ahead {
-  int64_t bytes = 0;  // 0: off
-  int64_t limit = 0;  // in elements from p
-};
-
-// The prefetch of step i (columns [i, i + 64)) when it lies below the limit.
-template <class T>
-DNNB_AVX512_INLINE void fetch_ahead(const T* p, int64_t i, const Ahead& ahead) {
-  const char* base = reinterpret_cast<const char*>(p + i) + ahead.bytes;
-  const char* end = reinterpret_cast<const char*>(p + ahead.limit);
-  for (int64_t off = 0; off < 64 * static_cast<int64_t>(sizeof(T)) && base + off < end; off += 64)
-    _mm_prefetch(base + off, _MM_HINT_T0);
-}
-
 // Sum, sum of x^2, sum of (x - shift)^2, or max (NaN if any element is NaN) of p[0, n), in f32.
 // `next` (the thread's next row: reduce.cpp with DNNB_AVX512_PREFETCH=2) is prefetched into
 // L2 alongside, 64 columns per step; `ahead` as above.
