@@ -19,6 +19,8 @@
 #             ci/gpu/perf_table.py's table); TARGETS_CAP caps each op's bench (60 s); TARGETS_OPS
 #             narrows the ops (default every op); TARGETS_DEVICE another device (default cuda:0 or the
 #             NVIDIA OpenCL device)
+#   knob      KNOB=ENV_NAME KNOB_VALUES="0 1024" KNOB_OPS="exp gelu": the ops timed under each
+#             value of an environment switch, round by round (ci/gpu/knob_sweep.py); see the step
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
 #   rebench   REBENCH="backend device op,op;..." re-times ops (device nvidia-opencl = the NVIDIA
 #             OpenCL device; backend may be a comma list, e.g. opencl,opencl/legacy) into
@@ -118,6 +120,33 @@ for step in "$@"; do
     done
     python3 ci/gpu/cpu_rounds.py /tmp/cpu-rounds/round-* | tee /tmp/cpu-rounds/summary.md | tail -60
     tar -czf "$OUT/cpu-rounds.tgz" -C /tmp/cpu-rounds . ;;
+  knob)
+    # A/B of an environment switch: KNOB=NAME, KNOB_VALUES="v0 v1 ..." (v0 the baseline),
+    # KNOB_OPS (ops), KNOB_DTYPES (f32), KNOB_BACKEND (avx512), KNOB_DEVICE (cpu:0),
+    # KNOB_SIZE (16384x8192), KNOB_ROUNDS (2). Each round measures the device's ceilings, then
+    # times each op under every value in turn, so drift within a round hits every value alike;
+    # ci/gpu/knob_sweep.py gives each value's time over v0's in the same round and its % of
+    # copy. $OUT/knob-NAME.tgz.
+    [ -n "${KNOB:-}" ] && [ -n "${KNOB_VALUES:-}" ] && [ -n "${KNOB_OPS:-}" ] || { echo "knob: set KNOB, KNOB_VALUES and KNOB_OPS"; continue; }
+    k=/tmp/knob-$KNOB; rm -rf "$k"; mkdir -p "$k"
+    for round in $(seq 1 "${KNOB_ROUNDS:-2}"); do
+      d=$k/round-$round; mkdir -p "$d"
+      log "knob $KNOB round $round"
+      timeout 120 $bin roofline --device "${KNOB_DEVICE:-cpu:0}" --out "$d/ceilings.json" > "$d/roofline.txt" 2>&1 || echo "  roofline exit $?"
+      for op in $KNOB_OPS; do
+        for dt in ${KNOB_DTYPES:-f32}; do
+          for v in $KNOB_VALUES; do
+            mkdir -p "$d/$v"
+            env "$KNOB=$v" timeout 120 $bin bench --backend "${KNOB_BACKEND:-avx512}" --device "${KNOB_DEVICE:-cpu:0}" \
+              --op "$op" --dtype "$dt" --size "${KNOB_SIZE:-16384x8192}" --repetitions 5 --warmup 2 --max-time 1 \
+              --ceilings "$d/ceilings.json" --out "$d/$v/$op-$dt.json" >> "$d/$v/bench.txt" 2>&1 || echo "  $op $dt $KNOB=$v exit $?"
+          done
+        done
+      done
+      tar -czf "$OUT/knob-$KNOB.tgz" -C "$k" .  # kept if a later cap ends the call
+    done
+    python3 ci/gpu/knob_sweep.py "$KNOB" $k/round-* | tee "$k/summary.md"
+    tar -czf "$OUT/knob-$KNOB.tgz" -C "$k" . ;;
   targets-cuda|targets-opencl)
     # The issue-4 figures of one backend in one call, each part under its own cap (the device
     # tool allows 600 s a call, the build takes ~120 s of it): the device's ceilings, then every
