@@ -395,10 +395,11 @@ Result<Samples> better_of(PinnedTeam& team, const Plan& plan, double amount,
   if (!ahead) return ahead.status();
   const double m_plain = median_of(plain->rates), m_ahead = median_of(ahead->rates);
   const bool use_ahead = m_ahead > m_plain;
-  *method = std::string(use_ahead ? "software prefetch " : "no software prefetch ") +
-            (use_ahead ? "4 KiB ahead (kept)" : "(kept)") + ", the other method " +
+  const std::string ahead_text = "software prefetch " + std::to_string(kStreamAhead / 1024) + " KiB ahead";
+  *method = (use_ahead ? ahead_text : "no software prefetch") + " (kept; " +
+            (use_ahead ? "without prefetch" : ahead_text) + " reached " +
             std::to_string(static_cast<int>(std::lround(100 * (use_ahead ? m_plain / m_ahead : m_ahead / m_plain)))) +
-            "% of it";
+            "% of it)";
   return use_ahead ? ahead : plain;
 }
 

@@ -17,17 +17,18 @@ const int prefetch_level = [] {
   return env == nullptr || *env == '\0' ? 1 : static_cast<int>(std::strtol(env, nullptr, 10));
 }();
 
-const int64_t prefetch_ahead_bytes = [] {
-  const char* env = std::getenv("DNNB_AVX512_PREFETCH_AHEAD");
-  const int64_t bytes = env == nullptr || *env == '\0' ? kDefaultPrefetchAhead : std::strtoll(env, nullptr, 10);
+namespace {
+// A prefetch distance from the environment variable `name` (bytes, rounded down to whole
+// lines), `fallback` when unset; 0 when DNNB_AVX512_PREFETCH=0 turns prefetching off.
+int64_t ahead_from_env(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  const int64_t bytes = env == nullptr || *env == '\0' ? fallback : std::strtoll(env, nullptr, 10);
   return prefetch_level == 0 ? 0 : std::max<int64_t>(bytes, 0) / 64 * 64;
-}();
+}
+}  // namespace
 
-const int64_t eltwise_ahead_bytes = [] {
-  const char* env = std::getenv("DNNB_AVX512_ELTWISE_AHEAD");
-  const int64_t bytes = env == nullptr || *env == '\0' ? kDefaultEltwiseAhead : std::strtoll(env, nullptr, 10);
-  return prefetch_level == 0 ? 0 : std::max<int64_t>(bytes, 0) / 64 * 64;
-}();
+const int64_t prefetch_ahead_bytes = ahead_from_env("DNNB_AVX512_PREFETCH_AHEAD", kDefaultPrefetchAhead);
+const int64_t eltwise_ahead_bytes = ahead_from_env("DNNB_AVX512_ELTWISE_AHEAD", kDefaultEltwiseAhead);
 
 Ahead ahead_of(const HostRows& t, int64_t r, int64_t c0, int64_t n, int64_t bytes) {
   Ahead ahead;

@@ -361,10 +361,10 @@ struct HostRows {
 
 // Software prefetch `bytes` in front of a read stream (into L1, each line once), for kernels
 // that stream through a span: the single-pass reductions (reduce.cpp) and the elementwise ops
-// (elementwise.h). A core's read rate is the number of misses it keeps in flight; the hardware
+// (elementwise.h). A core's read rate is the number of misses it keeps in flight. The hardware
 // streamer stops at every 4 KiB page and restarts only after demand misses in the next one (a
-// 16-bit row of 8192 is 4 pages), and while a core computes it issues no demand misses at
-// all, while a prefetch that far ahead crosses into the next page before the loads get there.
+// 16-bit row of 8192 is 4 pages), and a core that is computing issues no demand misses at all;
+// a prefetch far enough ahead crosses into the next page before the loads get there.
 // `limit`: prefetch only below p + limit elements (the span, or further when what follows it
 // in memory is what the thread reads next), so padded or gathered rows never prefetch bytes
 // nobody reads.
