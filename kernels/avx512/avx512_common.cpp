@@ -27,7 +27,8 @@ int64_t ahead_from_env(const char* name, int64_t fallback) {
 }
 }  // namespace
 
-const int64_t prefetch_ahead_bytes = ahead_from_env("DNNB_AVX512_PREFETCH_AHEAD", kDefaultPrefetchAhead);
+const int64_t prefetch_ahead_bytes_16bit = ahead_from_env("DNNB_AVX512_PREFETCH_AHEAD", kDefaultPrefetchAhead16bit);
+const int64_t prefetch_ahead_bytes_32bit = ahead_from_env("DNNB_AVX512_PREFETCH_AHEAD", kDefaultPrefetchAhead32bit);
 const int64_t eltwise_ahead_bytes = ahead_from_env("DNNB_AVX512_ELTWISE_AHEAD", kDefaultEltwiseAhead);
 
 Ahead ahead_of(const HostRows& t, int64_t r, int64_t c0, int64_t n, int64_t bytes) {

@@ -288,10 +288,19 @@ DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, b
 // norm2), which have no compute phase to hide it behind: there it only adds a second read
 // stream per core, which measured no better on the 2-core build VM, so it is opt-in.
 extern const int prefetch_level;
-// Bytes the single-pass reductions prefetch ahead of their read stream (Ahead, below):
-// DNNB_AVX512_PREFETCH_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0.
-extern const int64_t prefetch_ahead_bytes;
-constexpr int64_t kDefaultPrefetchAhead = 0;
+// Bytes the single-pass reductions prefetch ahead of their read stream (Ahead, below), by the
+// input's element size: DNNB_AVX512_PREFETCH_AHEAD=N sets both (0: off); 0 also when
+// DNNB_AVX512_PREFETCH=0. Defaults from the GPU machine's Xeon (16 vCPUs), session 12, three
+// interleaved rounds (docs/perf.md): 1 KiB took sum, mean, max and norm2 bf16 8-12% less time
+// than none (median), faster in every round; f32 was mixed (max 0.92, mean 0.94, norm2 0.99,
+// sum 1.48), so f32 stays off.
+extern const int64_t prefetch_ahead_bytes_16bit;
+extern const int64_t prefetch_ahead_bytes_32bit;
+constexpr int64_t kDefaultPrefetchAhead16bit = 1024;
+constexpr int64_t kDefaultPrefetchAhead32bit = 0;
+inline int64_t reduce_ahead_bytes(size_t element_size) {
+  return element_size == 2 ? prefetch_ahead_bytes_16bit : prefetch_ahead_bytes_32bit;
+}
 // The same for the elementwise ops' unit-stride inputs (elementwise.h):
 // DNNB_AVX512_ELTWISE_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0. 4 KiB by default:
 // on the GPU machine's Xeon (16 vCPUs) it took exp, sigmoid and gelu 6-31% less time than no

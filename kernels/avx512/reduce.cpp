@@ -32,7 +32,7 @@ Status run_reduce(OpCall& call) {
         const NextRow next = n == cols ? next_row_of(*x, r, nullptr, 2) : NextRow{};
         // Prefetch ahead within unit-stride spans, and on into what follows them in memory
         // when that is the thread's next span (the next chunk, or the next row of dense rows).
-        const Ahead ahead = ahead_of(*x, r, c0, n, prefetch_ahead_bytes);
+        const Ahead ahead = ahead_of(*x, r, c0, n, reduce_ahead_bytes(x->element_size));
         return reduce_span<Fmt, K>(read_span<T>(*x, r, c0, n, 0), n, 0.0f, next, ahead);
       },
       [](float a, float b) { return A::merge(a, b); },
