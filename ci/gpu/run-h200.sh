@@ -19,6 +19,9 @@
 #             ci/gpu/perf_table.py's table); TARGETS_CAP caps each op's bench (60 s); TARGETS_OPS
 #             narrows the ops (default every op); TARGETS_DEVICE another device (default cuda:0 or the
 #             NVIDIA OpenCL device)
+#   rounds    ROUND_OPS="rmsnorm softmax" ROUND_DTYPES="bf16 f16": those ops' CUDA defaults and
+#             variants at 16384x8192 in ROUNDS (2) interleaved rounds against one measured copy
+#             ($OUT/rounds.tgz; the summary lines printed), after a change to compare variants
 #   knob      KNOB=ENV_NAME KNOB_VALUES="0 1024" KNOB_OPS="exp gelu": the ops timed under each
 #             value of an environment switch, round by round (ci/gpu/knob_sweep.py); see the step
 #   anchors   PyTorch's figures (ci/gpu/torch_anchors.py)
@@ -120,6 +123,22 @@ for step in "$@"; do
     done
     python3 ci/gpu/cpu_rounds.py /tmp/cpu-rounds/round-* | tee /tmp/cpu-rounds/summary.md | tail -60
     tar -czf "$OUT/cpu-rounds.tgz" -C /tmp/cpu-rounds . ;;
+  rounds)
+    log "rounds: ${ROUND_OPS:-nothing} (${ROUND_DTYPES:-bf16}) x ${ROUNDS:-2}"
+    mkdir -p /tmp/rounds
+    timeout 60 $bin roofline --device cuda:0 --out /tmp/rounds/ceilings.json > /tmp/rounds/roofline.txt 2>&1
+    grep -E "dram_copy|empty_launch" /tmp/rounds/roofline.txt | cut -c1-60
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+      for op in ${ROUND_OPS:-}; do
+        for dt in ${ROUND_DTYPES:-bf16}; do
+          timeout 100 $bin bench --backend cuda --op "$op" --size 16384x8192 --dtype "$dt" --repetitions 20 \
+            --warmup 5 --ceilings /tmp/rounds/ceilings.json >> "/tmp/rounds/round-$r.txt" 2>&1
+        done
+      done
+      echo "  round $r (case, median us, % of copy):"
+      grep -E "16384x8192" "/tmp/rounds/round-$r.txt" | awk '{print "   ", $1, $3, $8}'
+    done
+    tar -czf "$OUT/rounds.tgz" -C /tmp/rounds . ;;
   knob)
     # A/B of an environment switch: KNOB=NAME, KNOB_VALUES="v0 v1 ..." (v0 the baseline),
     # KNOB_OPS (ops), KNOB_DTYPES (f32), KNOB_BACKEND (avx512), KNOB_DEVICE (cpu:0),

@@ -4,7 +4,8 @@
 // with kept = the number of rows whose target is not ignore_index. f32 and bf16.
 //
 // Kernels: ce_count_kept (one block counts kept rows into 4 bytes of scratch: exact integers,
-// deterministic), then the row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy
+// deterministic; the default's softmax kernel is launched to overlap it, session 13), then the
+// row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy
 // epilogue: rows held in registers up to 16K classes or in shared memory up to 51200 classes
 // (logits read once, dlogits written once); longer rows read the logits twice.
 // Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel;
@@ -29,6 +30,9 @@ __global__ void __launch_bounds__(kCountThreads)
     ce_count_kept_kernel(const int64_t* target, int64_t stride, int64_t rows, int64_t ignore_index,
                          int* kept) {
   __shared__ int scratch[32];
+  // The softmax pipe kernel after this one may start now (row_pipe.cuh, overlap_prior): it
+  // waits for this kernel's completion before it reads the count.
+  release_dependent_grid();
   int count = 0;
   // Unrolled so that each thread's loads are issued together: one block reads every target, and
   // a loop with one load in flight per thread paid a DRAM latency per 1024 rows (16 at 16384

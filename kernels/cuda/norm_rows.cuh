@@ -37,6 +37,7 @@ struct NormArgs {
   float w_offset = 0.f;
   int group = 32;        // threads per row (registers kernel)
   bool cache_x = false;  // long kernel: keep the row in shared memory between passes
+  bool stream_stores = false;  // pipe kernel: y with streaming stores (store_vec16)
 };
 
 // The normalised values of one vector (b unused for rmsnorm): the one expression every norm
@@ -439,9 +440,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
           Vec16<T> p;
 #pragma unroll
           for (int k = 0; k < W; ++k) p.v[k] = from_float<T>(o[k]);
-          *reinterpret_cast<Vec16<T>*>(y_row + c) = p;
+          store_vec16(y_row + c, p, a.stream_stores);
         } else {
-          store_vec<T, int>(y_row, a.y, c, cols, o);
+          store_vec<T, int>(y_row, a.y, c, cols, o, a.stream_stores);
         }
       }
     }
@@ -487,11 +488,17 @@ enum class NormPlan {
   pipe4,   // as pipe with 4 blocks per SM (RowPipe32x4)
   pipe16,  // as pipe with 16 columns per thread in blocks of up to 512 (RowPipe16x2: the default)
   pipe16s3,  // as pipe16 with 3 stages (rmsnorm's default until 2026-11-21, session 6)
+  pipe_cs,   // as pipe with y written by streaming stores (store_vec16; rmsnorm's default since
+             // session 13)
 };
 
 template <typename T, bool kLayerNorm>
 Status launch_norm_rows(const CudaDevice& device, NormArgs<T> a, NormPlan plan) {
   if (a.rows == 0 || a.cols == 0) return Status::ok();
+  if (plan == NormPlan::pipe_cs) {
+    a.stream_stores = true;
+    plan = NormPlan::pipe;
+  }
   if (plan == NormPlan::pipe || plan == NormPlan::pipe32 || plan == NormPlan::pipe4 ||
       plan == NormPlan::pipe16 || plan == NormPlan::pipe16s3) {
     auto launched = plan == NormPlan::pipe32     ? try_launch_norm_pipe<T, kLayerNorm, RowPipe32x3>(device, a)

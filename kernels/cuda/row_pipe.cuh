@@ -131,17 +131,33 @@ inline Result<int> pipe_blocks_per_sm(const CudaDevice& device, const void* kern
 // Launches `kernel(a)` as persistent blocks of `block` threads, one row per block at a time:
 // as many blocks per SM as fit with `smem` bytes of dynamic shared memory (pipe_blocks_per_sm),
 // at most one per row. False, nothing launched, when no block fits (the caller takes another
-// kernel).
+// kernel). overlap_prior: a programmatic dependent launch (cuda_common.cuh,
+// wait_for_prior_grid), for a kernel that waits before it reads what the prior kernel wrote.
 template <typename Kernel, typename Args>
 Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int block, int smem,
-                                    int max_smem, int64_t rows, const Args& a) {
+                                    int max_smem, int64_t rows, const Args& a,
+                                    bool overlap_prior = false) {
   auto per_sm =
       pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
   if (!per_sm) return per_sm.status();
   if (*per_sm == 0) return false;
   const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(*per_sm) * device.sm_count());
-  kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
-  DNNB_CUDA_CHECK_LAUNCH();
+  if (!overlap_prior) {
+    kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return true;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(block));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = device.stream();
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a));
   return true;
 }
 
