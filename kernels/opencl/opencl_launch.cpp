@@ -59,6 +59,22 @@ std::string program_source(std::initializer_list<const char*> parts) {
   return source;
 }
 
+// The bf16 store tier of prelude.cl (DNNB_NV_PTX): bf16 ops such as gelu and cross_entropy_bwd
+// are instruction-bound on NVIDIA's OpenCL at the copy rate, and the portable integer rounding
+// costs ~5 instructions per element; NVIDIA's OpenCL compiler takes inline PTX, where
+// cvt.rn.bf16x2.f32 rounds two floats in one instruction. That cvt needs sm_80+, so the tier
+// is taken only where the device says so through cl_nv_device_attribute_query
+// (CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, a cl_uint); without the extension, no tier. Every
+// other platform (PoCL included) keeps the portable code.
+bool bf16_nv_ptx(const OpenCLDevice& device) {
+  if (!is_nvidia(device) || !device.has_extension("cl_nv_device_attribute_query")) return false;
+  constexpr cl_device_info kComputeCapabilityMajorNV = 0x4000;  // CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+  cl_uint major = 0;
+  if (clGetDeviceInfo(device.device_id(), kComputeCapabilityMajorNV, sizeof(major), &major, nullptr) != CL_SUCCESS)
+    return false;
+  return major >= 8;
+}
+
 std::string build_options(const OpenCLDevice& device, DType dtype, const std::string& extra) {
   std::string options;
   switch (dtype) {
@@ -72,6 +88,7 @@ std::string build_options(const OpenCLDevice& device, DType dtype, const std::st
   if (clGetDeviceInfo(device.device_id(), CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, nullptr) == CL_SUCCESS &&
       (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT))
     options += " -cl-fp32-correctly-rounded-divide-sqrt";
+  if (dtype == DType::bf16 && bf16_nv_ptx(device)) options += " -DDNNB_NV_PTX=1";
   if (!extra.empty()) options += " " + extra;
   options += dump_build_options(device);
   return options;

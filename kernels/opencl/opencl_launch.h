@@ -36,8 +36,12 @@ inline cl_mem cl_buffer(const Tensor& t) { return static_cast<cl_mem>(t.buffer->
 
 // prelude.cl followed by `parts`, in order.
 std::string program_source(std::initializer_list<const char*> parts);
-// "-DDNNB_F32" etc. plus correctly rounded divide/sqrt where the device supports it.
+// "-DDNNB_F32" etc. plus correctly rounded divide/sqrt where the device supports it, and for
+// bf16 on NVIDIA sm_80+ the PTX store tier (-DDNNB_NV_PTX=1, bf16_nv_ptx below).
 std::string build_options(const OpenCLDevice& device, DType dtype, const std::string& extra = "");
+// True when bf16 programs for this device take the PTX store tier (prelude.cl, DNNB_NV_PTX): an
+// NVIDIA platform and compute capability >= 8.0 read through cl_nv_device_attribute_query.
+bool bf16_nv_ptx(const OpenCLDevice& device);
 
 // The OpenCL runtime of a call, or an error naming what the device is.
 Result<OpenCLDevice*> opencl_device(OpCall& call);

@@ -16,7 +16,9 @@ inline float dnnb_bf16_to_f32(ushort bits) { return as_float(((uint)bits) << 16)
 // NaNs), one op less per element (clang + ptxas for sm_90: 6 -> 5 SASS per element for the
 // eight-lane form below). tests/opencl/test_bf16_store.cpp holds both forms, on every OpenCL
 // device, to the older integer test for all 2^32 floats.
-inline ushort dnnb_f32_to_bf16(float value) {
+// These integer forms ("_int") are the portable code; dnnb_f32_to_bf16 / dnnb_bf16x8_rne
+// below are them, or the PTX forms of the NVIDIA tier (DNNB_NV_PTX).
+inline ushort dnnb_f32_to_bf16_int(float value) {
   const uint u = as_uint(value);
   const uint rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint quiet = (u >> 16) | 0x0040u;
@@ -26,11 +28,57 @@ inline ushort dnnb_f32_to_bf16(float value) {
 // as one uint8 computation, NaN lanes quieted (u | 0x00400000 has the same top half as
 // (u >> 16) | 0x0040), then even lanes give the low halves and odd lanes the high halves of the
 // four words (little-endian order, as the chunk paths that use it require).
-inline uint4 dnnb_bf16x8_rne(float8 v) {
+inline uint4 dnnb_bf16x8_rne_int(float8 v) {
   const uint8 u = as_uint8(v);
   const uint8 bits = select(u + 0x7fffu + ((u >> 16) & 1u), u | 0x00400000u, isnan(v));
   return (bits.even >> 16) | (bits.odd & 0xffff0000u);
 }
+
+// ---- bf16 store tier for NVIDIA: inline PTX (-DDNNB_NV_PTX=1; host: opencl_launch.cpp) ----
+// 16-bit bf16 ops (gelu, cross_entropy_bwd) are instruction-bound on NVIDIA's OpenCL at the copy
+// rate, and the integer rounding above costs ~5 instructions per element. NVIDIA's OpenCL
+// compiler takes inline PTX, and sm_80+ has cvt.rn.bf16x2.f32 d, a, b: two floats rounded to
+// nearest even into one word, a in the upper 16 bits, b in the lower: one instruction per two
+// values. The host adds the flag only to bf16 programs on NVIDIA devices reporting compute
+// capability >= 8.0; every other device (PoCL included) keeps the integer code.
+// Same results as the integer forms for every non-NaN float (RNE, no flush: subnormals round
+// as subnormals, overflow goes to inf, ties to even; tests/opencl/test_bf16_store.cpp checks all
+// 2^32 floats on the device). A NaN gives cvt's canonical NaN, not the payload-keeping quiet
+// NaN of the integer forms (nor its sign): NaN stays NaN, which is all an output needs.
+#ifndef DNNB_NV_PTX
+#define DNNB_NV_PTX 0
+#endif
+#if DNNB_NV_PTX && !defined(DNNB_BF16)
+#error "DNNB_NV_PTX is the bf16 store tier: for -DDNNB_BF16 programs only"
+#endif
+#if DNNB_NV_PTX
+// (rne(hi) << 16) | rne(lo): one cvt.rn.bf16x2.f32.
+inline uint dnnb_bf16x2_ptx(float hi, float lo) {
+  uint r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// The bf16x2 form with the value in the low half (the 16-bit cvt.rn.bf16.f32 would need an
+// "h" output operand, not tried on NVIDIA's OpenCL compiler; this form is).
+inline ushort dnnb_f32_to_bf16(float value) { return (ushort)dnnb_bf16x2_ptx(0.0f, value); }
+// Lane 2k in the low half, lane 2k+1 in the high half of word k, as dnnb_bf16x8_rne_int.
+inline uint4 dnnb_bf16x8_rne(float8 v) {
+  return (uint4)(dnnb_bf16x2_ptx(v.s1, v.s0), dnnb_bf16x2_ptx(v.s3, v.s2), dnnb_bf16x2_ptx(v.s5, v.s4),
+                 dnnb_bf16x2_ptx(v.s7, v.s6));
+}
+// Four lanes in order (x, y, z, w), as four dnnb_f32_to_bf16: two cvts.
+inline ushort4 dnnb_bf16x4_rne(float4 v) {
+  const uint xy = dnnb_bf16x2_ptx(v.y, v.x);
+  const uint zw = dnnb_bf16x2_ptx(v.w, v.z);
+  return (ushort4)((ushort)xy, (ushort)(xy >> 16), (ushort)zw, (ushort)(zw >> 16));
+}
+#else
+inline ushort dnnb_f32_to_bf16(float value) { return dnnb_f32_to_bf16_int(value); }
+inline uint4 dnnb_bf16x8_rne(float8 v) { return dnnb_bf16x8_rne_int(v); }
+inline ushort4 dnnb_bf16x4_rne(float4 v) {
+  return (ushort4)(dnnb_f32_to_bf16(v.x), dnnb_f32_to_bf16(v.y), dnnb_f32_to_bf16(v.z), dnnb_f32_to_bf16(v.w));
+}
+#endif
 
 #if defined(DNNB_F32)
 typedef float dnnb_t;
@@ -52,10 +100,7 @@ inline float4 dnnb_bf16x4_load(const global ushort* p) {
   uint4 u = convert_uint4(vload4(0, p)) << 16;
   return as_float4(u);
 }
-inline void dnnb_bf16x4_store(float4 v, global ushort* p) {
-  vstore4((ushort4)(dnnb_f32_to_bf16(v.x), dnnb_f32_to_bf16(v.y), dnnb_f32_to_bf16(v.z),
-                    dnnb_f32_to_bf16(v.w)), 0, p);
-}
+inline void dnnb_bf16x4_store(float4 v, global ushort* p) { vstore4(dnnb_bf16x4_rne(v), 0, p); }
 #define DNNB_LOAD4(p, i) dnnb_bf16x4_load((p) + (i))
 #define DNNB_STORE4(p, i, v) dnnb_bf16x4_store((v), (p) + (i))
 #else

@@ -24,8 +24,6 @@ std::string platform_vendor(const OpenCLDevice& device) {
   return text.c_str();
 }
 
-bool is_nvidia(const OpenCLDevice& device) { return platform_vendor(device).find("NVIDIA") != std::string::npos; }
-
 // Letters, digits, '-' and '_' kept; anything else (':' and '.' of "opencl:1.0") becomes '_'.
 std::string file_safe(const std::string& text) {
   std::string out = text;
@@ -112,6 +110,8 @@ void dump_program(OpenCLDevice& device, const std::string& program_name, const s
 }
 
 }  // namespace
+
+bool is_nvidia(const OpenCLDevice& device) { return platform_vendor(device).find("NVIDIA") != std::string::npos; }
 
 const std::string& dump_dir() {
   static const std::string dir = [] {

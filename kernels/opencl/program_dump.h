@@ -10,6 +10,8 @@
 
 namespace dnnb::opencl {
 
+// True when the device's platform vendor is NVIDIA's.
+bool is_nvidia(const OpenCLDevice& device);
 // DIR of DNNB_OPENCL_DUMP, or "" when the dump is off (read once per process).
 const std::string& dump_dir();
 // " -cl-nv-verbose" when the dump is on and the device's platform is NVIDIA's, else "".

@@ -71,8 +71,9 @@ inline float8 dnnb_bf16x8_widen(uint4 u) {
                   as_float(hi.z), as_float(lo.w), as_float(hi.w));
 }
 // The 8-lane bf16 narrowing: round to nearest even (prelude.cl, dnnb_bf16x8_rne), or in the
-// 16-bit math tiers round half away from zero.
-#if DNNB_HALF_MATH
+// 16-bit math tiers round half away from zero, except with the NVIDIA PTX tier (DNNB_NV_PTX),
+// whose RNE is four cvt instructions for the eight lanes, fewer than the 3 per element below.
+#if DNNB_HALF_MATH && !DNNB_NV_PTX
 // The 16-bit math tiers (prelude.cl) carry an f32 error of up to ~2e-5 relative, so a tie of
 // the f32 value is not a tie of the exact one, and rounding it to even buys nothing: round half
 // away from zero (one add; the result is still within half an ulp plus that error), NaN lanes
