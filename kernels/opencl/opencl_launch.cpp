@@ -1,6 +1,8 @@
 #include "kernels/opencl/opencl_launch.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "kernels/opencl/prelude_cl.h"
 
@@ -65,14 +67,23 @@ std::string program_source(std::initializer_list<const char*> parts) {
 // cvt.rn.bf16x2.f32 rounds two floats in one instruction. That cvt needs sm_80+, so the tier
 // is taken only where the device says so through cl_nv_device_attribute_query
 // (CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, a cl_uint); without the extension, no tier. Every
-// other platform (PoCL included) keeps the portable code.
+// other platform (PoCL included) keeps the portable code. Asked once per device (build_options
+// runs on every bf16 call, and the vendor test is three OpenCL queries and a string).
 bool bf16_nv_ptx(const OpenCLDevice& device) {
-  if (!is_nvidia(device) || !device.has_extension("cl_nv_device_attribute_query")) return false;
-  constexpr cl_device_info kComputeCapabilityMajorNV = 0x4000;  // CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-  cl_uint major = 0;
-  if (clGetDeviceInfo(device.device_id(), kComputeCapabilityMajorNV, sizeof(major), &major, nullptr) != CL_SUCCESS)
-    return false;
-  return major >= 8;
+  static std::mutex mutex;
+  static std::map<cl_device_id, bool> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(device.device_id()); it != cache.end()) return it->second;
+  bool tier = false;
+  if (is_nvidia(device) && device.has_extension("cl_nv_device_attribute_query")) {
+    constexpr cl_device_info kComputeCapabilityMajorNV = 0x4000;  // CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+    cl_uint major = 0;
+    tier = clGetDeviceInfo(device.device_id(), kComputeCapabilityMajorNV, sizeof(major), &major, nullptr) ==
+               CL_SUCCESS &&
+           major >= 8;
+  }
+  cache[device.device_id()] = tier;
+  return tier;
 }
 
 std::string build_options(const OpenCLDevice& device, DType dtype, const std::string& extra) {
