@@ -143,20 +143,14 @@ enum class CePlan {
   pipe,       // the default ("" variant; measured 2026-11-21 as variant "pipe": bf16 79 us against
               // warp's 126, f32 136 against 145): ce_stats_pipe_kernel where it applies (see
               // there), else as warp
-  ring2,      // ce_stats_ring_kernel (cross_entropy_pipe.cuh) with 2, 3 or 5 shared-memory
-  ring3,      // stages where the default takes ce_stats_pipe_kernel, else as warp
-  ring5,
+  pipe_pred,  // as pipe with the predicated loads on every shape (no exact form for whole chunks)
 };
 
 template <typename T>
 Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) {
   constexpr int W = kVec<T>;
-  if (plan == CePlan::pipe || plan == CePlan::ring2 || plan == CePlan::ring3 ||
-      plan == CePlan::ring5) {
-    auto launched = plan == CePlan::ring2   ? try_launch_ce_pipe<T, CeRing<2, 3>>(device, a)
-                    : plan == CePlan::ring3 ? try_launch_ce_pipe<T, CeRing<3, 2>>(device, a)
-                    : plan == CePlan::ring5 ? try_launch_ce_pipe<T, CeRing<5, 1>>(device, a)
-                                            : try_launch_ce_pipe<T, CeRegisters>(device, a);
+  if (plan == CePlan::pipe || plan == CePlan::pipe_pred) {
+    auto launched = try_launch_ce_pipe<T>(device, a, plan == CePlan::pipe_pred);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
     plan = CePlan::warp;
@@ -263,11 +257,8 @@ DNNB_REGISTER(register_cross_entropy("", CePlan::pipe));
 DNNB_REGISTER(register_cross_entropy("warp", CePlan::warp));
 DNNB_REGISTER(register_cross_entropy("warp_expf", CePlan::warp_expf));
 DNNB_REGISTER(register_cross_entropy("block", CePlan::block));
-// "ring2", "ring3", "ring5": the default's persistent warps with the chunks in flight in a
-// shared-memory ring of 2, 3 or 5 stages (cross_entropy_pipe.cuh, ce_stats_ring_kernel).
-DNNB_REGISTER(register_cross_entropy("ring2", CePlan::ring2));
-DNNB_REGISTER(register_cross_entropy("ring3", CePlan::ring3));
-DNNB_REGISTER(register_cross_entropy("ring5", CePlan::ring5));
+// "pipe_pred": the default without its exact form for rows of whole chunks (cross_entropy_pipe.cuh).
+DNNB_REGISTER(register_cross_entropy("pipe_pred", CePlan::pipe_pred));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -1,6 +1,6 @@
-// The persistent-warp cross_entropy kernels (the default of cross_entropy.cu and its ring
-// variants): each warp streams the rows warp, warp + warps, ... chunk by chunk with the next
-// chunks already in flight, and the last block to finish writes the mean.
+// The persistent-warp cross_entropy kernel (the default of cross_entropy.cu): each warp streams
+// the rows warp, warp + warps, ... chunk by chunk with the next chunk already in flight, and the
+// last block to finish writes the mean.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -30,6 +30,8 @@ namespace dnnb::cuda_kernels {
 constexpr int kCePipeVecs = 8;       // per lane per chunk: 128 bytes
 constexpr int kCePipeWarps = 8;      // per block
 constexpr int kCePipeMinBlocks = 2;  // <= 128 registers: two chunks (2 x 32) + the fold
+template <typename T>
+inline constexpr int kCeChunkCols = 32 * kCePipeVecs * kVec<T>;  // columns per warp chunk
 
 // Chunk `it` of a row into registers: vector u of the lane at column (it*32*U + u*32 + lane) * W
 // (each load instruction of the warp covers 512 contiguous bytes); columns past the row read -inf.
@@ -37,18 +39,27 @@ constexpr int kCePipeMinBlocks = 2;  // <= 128 registers: two chunks (2 x 32) + 
 // element by element, bf16 padding became PRMT merges of the loaded registers, which made every
 // chunk wait for its own loads right after issuing them (no overlap with the fold; measured
 // 2026-11-21: 96 us at 16384 x 8192 bf16).
-template <typename T>
+// kExact: the row is whole chunks (C % kCeChunkCols == 0, e.g. 8192 columns), so no vector lies
+// past its end: plain loads, no preset words and no bounds test. Nsight Compute on the
+// predicated form (H200, session 13, bf16 16384 x 8192): MOV 0.37, ISETP 0.34, SHF 0.34
+// instructions per element of its 7.5, mostly from these presets and tests.
+template <typename T, bool kExact>
 __device__ __forceinline__ void ce_load_chunk(Vec16<T> (&buf)[kCePipeVecs], const T* x_row,
                                               int it, int lane, int cols) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, __nv_bfloat16>, "f32 or bf16");
   constexpr int W = kVec<T>;
   constexpr uint32_t kNegInf = sizeof(T) == 4 ? 0xff800000u : 0xff80ff80u;  // -inf (x2 for bf16)
+  const T* chunk = x_row + (it * kCePipeVecs * 32 + lane) * W;
 #pragma unroll
   for (int u = 0; u < kCePipeVecs; ++u) {
-    const int c = ((it * kCePipeVecs + u) * 32 + lane) * W;
-    uint4 bits = make_uint4(kNegInf, kNegInf, kNegInf, kNegInf);
-    if (c < cols) bits = *reinterpret_cast<const uint4*>(x_row + c);  // cols % W == 0: whole
-    memcpy(&buf[u], &bits, sizeof(bits));
+    if constexpr (kExact) {
+      buf[u] = *reinterpret_cast<const Vec16<T>*>(chunk + u * 32 * W);
+    } else {
+      const int c = ((it * kCePipeVecs + u) * 32 + lane) * W;
+      uint4 bits = make_uint4(kNegInf, kNegInf, kNegInf, kNegInf);
+      if (c < cols) bits = *reinterpret_cast<const uint4*>(x_row + c);  // cols % W == 0: whole
+      memcpy(&buf[u], &bits, sizeof(bits));
+    }
   }
 }
 
@@ -212,13 +223,13 @@ __device__ __forceinline__ bool ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& 
 }
 
 // The register pipeline's step: loads the chunk after (p.row, p.it) into nxt, then folds cur.
-template <typename T, bool kFastExp>
+template <typename T, bool kFastExp, bool kExact>
 __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& p,
                                              const Vec16<T> (&cur)[kCePipeVecs],
                                              Vec16<T> (&nxt)[kCePipeVecs], int lane, int cols,
                                              int chunks, int64_t warps) {
   const CeCursor next = ce_next_chunk({p.row, p.it}, chunks, warps);
-  if (next.row < a.rows) ce_load_chunk(nxt, a.x.row(next.row), next.it, lane, cols);
+  if (next.row < a.rows) ce_load_chunk<T, kExact>(nxt, a.x.row(next.row), next.it, lane, cols);
   return ce_pipe_fold<T, kFastExp>(a, p, cur, chunks, warps);
 }
 
@@ -258,11 +269,11 @@ __device__ __forceinline__ void ce_pipe_mean(const CeArgs<T>& a, float loss_sum,
   }
 }
 
-template <typename T, bool kFastExp>
+template <typename T, bool kFastExp, bool kExact>
 __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
     ce_stats_pipe_kernel(CeArgs<T> a) {
   static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
-  constexpr int kChunkCols = 32 * kCePipeVecs * kVec<T>;
+  constexpr int kChunkCols = kCeChunkCols<T>;
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kCePipeWarps;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kCePipeWarps + (threadIdx.x >> 5);
@@ -273,137 +284,29 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
   if (first < a.rows) {  // warp-uniform; a warp without rows still reports (0, 0) below
     Vec16<T> buf0[kCePipeVecs];
     Vec16<T> buf1[kCePipeVecs];
-    ce_load_chunk(buf0, a.x.row(first), 0, lane, cols);
+    ce_load_chunk<T, kExact>(buf0, a.x.row(first), 0, lane, cols);
     p.tgt = a.target[first * a.target_stride];
     // Two steps per iteration with the buffers swapped: no register copies between chunks.
-    while (ce_pipe_step<T, kFastExp>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
-           ce_pipe_step<T, kFastExp>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
+    while (ce_pipe_step<T, kFastExp, kExact>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
+           ce_pipe_step<T, kFastExp, kExact>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
     }
   }
   ce_pipe_mean(a, p.loss_sum, p.kept, lane, first);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The ring variants ("ring2", "ring3", "ring5"): ce_stats_pipe_kernel with the chunks in flight
-// held in shared memory instead of registers. Why: at 16384 x 8192 bf16 on the H200 the register
-// pipeline reads at 83% of copy (74.5-75.4 us); Nsight Compute (session 13) put 44% of its stalls
-// on global loads (long scoreboard) at 7.5 instructions per element, so it is latency-bound, not
-// issue-bound: 16 warps per SM with one 4 KB chunk each in flight (64 KB per SM) are not enough
-// at 4.8 TB/s. Its two register buffers (2 x 32 registers) cap it at 2 blocks per SM. Here each
-// warp keeps a ring of kStages chunks in dynamic shared memory, filled by `cp.async.cg` (L1
-// bypassed, no registers held by a copy in flight) kStages - 1 chunks ahead of the fold, and
-// reads each chunk into one register buffer just before folding it (8 LDS.128 per 64 bf16: 0.125
-// instructions per element more). Bytes in flight per SM: (kStages - 1) x 4 KB per warp:
-//   ring3 <3 stages, 2 blocks>: 16 warps x 8 KB = 128 KB (96 KB of ring per block),
-//   ring2 <2 stages, 3 blocks>: 24 warps x 4 KB = 96 KB, more warps to hide the fold,
-//   ring5 <5 stages, 1 block>:  8 warps x 16 KB = 128 KB with the fewest warps.
-// No barrier guards a slot: each lane copies exactly the 16-byte vectors it later reads (the
-// layout of ce_load_chunk), `cp.async.wait_group` makes a lane's own completed copies visible to
-// it, and a slot is refilled only after the lane's reads of it were consumed by the previous fold
-// (program order). Every lane commits exactly one group per step (empty past the warp's last
-// chunk), so `wait_group<kStages - 1>` after the step's commit means "this step's chunk landed".
-template <int kStagesValue, int kMinBlocksValue>
-struct CeRing {
-  static constexpr int kStages = kStagesValue;
-  static constexpr int kMinBlocks = kMinBlocksValue;
-  static constexpr int kSlotVecs = kCePipeVecs * 32;  // 16-byte vectors per slot (one warp)
-  static constexpr int kSmemBytes = kCePipeWarps * kStages * kSlotVecs * 16;
-};
-
-// Issues the copies of chunk c of the warp's stream into `slot` (this lane's vectors, stride
-// 32) and commits them as one group; an empty group past the last row.
+// Launches ce_stats_pipe_kernel (and the mean, in the same launch) when `a` fits it (many rows,
+// 16-byte aligned rows, C % kVec == 0); false: nothing launched. Rows of whole chunks take the
+// kernel's exact form unless `predicated` (the variant "pipe_pred", to time the two).
 template <typename T>
-__device__ __forceinline__ void ce_ring_fill(uint4* slot, const CeArgs<T>& a, CeCursor c, int lane,
-                                             int cols) {
-  if (c.row < a.rows) {
-    const T* x_row = a.x.row(c.row);
-#pragma unroll
-    for (int u = 0; u < kCePipeVecs; ++u) {
-      const int col = ((c.it * kCePipeVecs + u) * 32 + lane) * kVec<T>;
-      if (col < cols) cp_async_16(slot + u * 32, x_row + col);  // cols % W == 0: whole
-    }
-  }
-  cp_async_commit();
-}
-
-// Chunk `it` from its slot into registers; columns past the row's end read -inf (never copied).
-template <typename T>
-__device__ __forceinline__ void ce_ring_read(Vec16<T> (&buf)[kCePipeVecs], const uint4* slot,
-                                             int it, int lane, int cols) {
-  constexpr uint32_t kNegInf = sizeof(T) == 4 ? 0xff800000u : 0xff80ff80u;
-#pragma unroll
-  for (int u = 0; u < kCePipeVecs; ++u) {
-    const int col = ((it * kCePipeVecs + u) * 32 + lane) * kVec<T>;
-    uint4 bits = make_uint4(kNegInf, kNegInf, kNegInf, kNegInf);
-    if (col < cols) bits = slot[u * 32];
-    memcpy(&buf[u], &bits, sizeof(bits));
-  }
-}
-
-template <typename T, bool kFastExp, typename Ring>
-__global__ void __launch_bounds__(32 * kCePipeWarps, Ring::kMinBlocks)
-    ce_stats_ring_kernel(CeArgs<T> a) {
-  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
-  static_assert(Ring::kStages >= 2, "a ring needs a slot to fold and one to fill");
-  extern __shared__ uint4 ce_ring_smem[];
-  constexpr int kChunkCols = 32 * kCePipeVecs * kVec<T>;
-  constexpr int kSlot = Ring::kSlotVecs;
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kCePipeWarps;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kCePipeWarps + (threadIdx.x >> 5);
-  const int cols = static_cast<int>(a.cols);  // <= 65536 (ce_use_warp_rows)
-  const int chunks = (cols + kChunkCols - 1) / kChunkCols;
-  uint4* const ring = ce_ring_smem + (threadIdx.x >> 5) * Ring::kStages * kSlot + lane;
-
-  CePipeLane<T> p{first, 0, 0, 0, 0.f, -INFINITY, -INFINITY, {}, 0.f, 0};
-  if (first < a.rows) {  // warp-uniform; a warp without rows still reports (0, 0) below
-    p.tgt = a.target[first * a.target_stride];
-    CeCursor fill{first, 0};
-#pragma unroll
-    for (int s = 0; s < Ring::kStages - 1; ++s) {
-      ce_ring_fill(ring + s * kSlot, a, fill, lane, cols);
-      fill = ce_next_chunk(fill, chunks, warps);
-    }
-    int slot = 0;  // the slot holding chunk (p.row, p.it)
-    bool more = true;
-    while (more) {
-      // The slot folded last step (slot - 1) takes the chunk kStages - 1 ahead of this one.
-      ce_ring_fill(ring + (slot == 0 ? Ring::kStages - 1 : slot - 1) * kSlot, a, fill, lane, cols);
-      fill = ce_next_chunk(fill, chunks, warps);
-      cp_async_wait<Ring::kStages - 1>();
-      Vec16<T> cur[kCePipeVecs];
-      ce_ring_read(cur, ring + slot * kSlot, p.it, lane, cols);
-      more = ce_pipe_fold<T, kFastExp>(a, p, cur, chunks, warps);
-      slot = next_stage<Ring::kStages>(slot);
-    }
-    cp_async_wait<0>();  // the empty groups past the last chunk: none left behind at exit
-  }
-  ce_pipe_mean(a, p.loss_sum, p.kept, lane, first);
-}
-
-// The persistent kernels' shapes: the register pipeline (CeRegisters, the default) or a ring.
-struct CeRegisters {
-  static constexpr int kSmemBytes = 0;
-};
-
-// Launches the persistent kernel of `Shape` (and the mean, in the same launch) when `a` fits it
-// (many rows, 16-byte aligned rows, C % kVec == 0); false: nothing launched.
-template <typename T, typename Shape>
-Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a) {
+Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool predicated) {
   if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
       a.cols % kVec<T> != 0)
     return false;
   constexpr bool kFast = sizeof(T) == 2;  // bf16: the 2-instruction exp, as the default
-  const auto kernel = [] {
-    if constexpr (std::is_same_v<Shape, CeRegisters>)
-      return ce_stats_pipe_kernel<T, kFast>;
-    else
-      return ce_stats_ring_kernel<T, kFast, Shape>;
-  }();
+  const bool exact = !predicated && a.cols % kCeChunkCols<T> == 0;
+  const auto kernel = exact ? ce_stats_pipe_kernel<T, kFast, true> : ce_stats_pipe_kernel<T, kFast, false>;
   constexpr int kBlock = 32 * kCePipeWarps;
-  constexpr int kSmem = Shape::kSmemBytes;
-  auto per_sm =
-      pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), kBlock, kSmem, kSmem);
+  auto per_sm = pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), kBlock, 0, 0);
   if (!per_sm) return per_sm.status();
   if (*per_sm == 0) return false;
   const int64_t grid = std::min<int64_t>(ceil_div(a.rows, kCePipeWarps),
@@ -415,7 +318,7 @@ Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a) {
   a.splits = 1;
   a.partials = scratch->as<float2>();
   a.done = *done;
-  kernel<<<static_cast<unsigned>(grid), kBlock, kSmem, device.stream()>>>(a);  // and the mean
+  kernel<<<static_cast<unsigned>(grid), kBlock, 0, device.stream()>>>(a);  // and the mean
   DNNB_CUDA_CHECK_LAUNCH();
   DNNB_TRY(scratch->release());
   return true;

@@ -383,16 +383,18 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 
     T* y_row = a.y.row(row);
     if constexpr (kTarget) {
-      // (p - [c == target]) * scale as store_probs, with the one-hot compare once per vector:
-      // p * scale elsewhere is the same product ((p - 0) * scale).
+      // (p - [c == target]) * scale as store_probs, with the one-hot compare once per vector;
+      // p * scale elsewhere as e * (inv_sum * scale): one multiply per element, not two (the
+      // 16-bit kernel is issue-bound); two f32 roundings either way, far below the output's.
       const int target = out.target >= 0 && out.target < cols ? static_cast<int>(out.target) : -1;
+      const float prob_scale = inv_sum * out.scale;
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
         const int c = (j * group + t) * W;
         if (kExact || c < cols) {
           float o[W];
 #pragma unroll
-          for (int k = 0; k < W; ++k) o[k] = (z[j][k] * inv_sum) * out.scale;
+          for (int k = 0; k < W; ++k) o[k] = z[j][k] * prob_scale;
           if (static_cast<unsigned>(target - c) < static_cast<unsigned>(W)) {
 #pragma unroll
             for (int k = 0; k < W; ++k)
