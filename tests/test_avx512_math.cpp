@@ -49,7 +49,14 @@ template <class T>
 class Avx512MathF32 : public ::testing::Test {};
 struct TierName {
   template <class T>
-  static std::string GetName(int) { return T::value == Accuracy::full ? "full" : "full_reciprocal"; }
+  static std::string GetName(int) {
+    switch (T::value) {
+      case Accuracy::full: return "full";
+      case Accuracy::full_reciprocal: return "full_reciprocal";
+      case Accuracy::half: return "half";
+    }
+    return "?";
+  }
 };
 using F32Tiers = ::testing::Types<Tier<Accuracy::full>, Tier<Accuracy::full_reciprocal>>;
 TYPED_TEST_SUITE(Avx512MathF32, F32Tiers, TierName);
@@ -62,6 +69,8 @@ template <Accuracy A>
 DNNB_AVX512 __m512 v_sigmoid(__m512 x) { return sigmoid_v<A>(Vecs<1>{{x}}).v[0]; }
 template <Accuracy A>
 DNNB_AVX512 __m512 v_gelu(__m512 x) { return _mm512_mul_ps(x, normal_cdf_v<A>(Vecs<1>{{x}}).v[0]); }
+template <Accuracy A>
+DNNB_AVX512 __m512 v_gelu_tanh(__m512 x) { return gelu_tanh_v<A>(Vecs<1>{{x}}).v[0]; }
 
 // f(x) on all lanes, lane 0 back as a float (for tests that are not AVX-512 functions).
 template <class F>
@@ -121,6 +130,121 @@ TYPED_TEST(Avx512MathF32, SpecialValues) {
   EXPECT_EQ(at(v_gelu<A>, INFINITY), INFINITY);
   EXPECT_EQ(at(v_gelu<A>, 0.0f), 0.0f);
   EXPECT_TRUE(std::isnan(at(v_gelu<A>, NAN)));
+}
+
+// ---- The 16-bit tiers -------------------------------------------------------------------
+// `half` (the default for f16/bf16 outputs), in relative error, which is what the final
+// rounding to 16 bits sees: bounds are the maxima measured for `half` (docs/avx512.md) with
+// ~1.5x headroom. (A typed suite, so another 16-bit tier can be held to the same bounds.)
+
+struct RelSweep {
+  double max_rel = 0;
+  float worst_x = 0;
+};
+
+template <class F, class R>
+DNNB_AVX512 RelSweep rel_sweep(F vector_fn, R reference, float lo, float hi, int64_t points) {
+  RelSweep s;
+  alignas(64) float in[16], out[16];
+  for (int64_t i = 0; i < points; i += 16) {
+    for (int k = 0; k < 16; ++k) in[k] = lo + (hi - lo) * static_cast<float>(static_cast<double>(i + k) / points);
+    _mm512_store_ps(out, vector_fn(_mm512_load_ps(in)));
+    for (int k = 0; k < 16; ++k) {
+      const double e = reference(static_cast<double>(in[k]));
+      if (!(std::fabs(e) >= 0x1p-126)) continue;  // subnormal results: no relative measure
+      const double rel = std::fabs(out[k] - e) / std::fabs(e);
+      if (!(rel <= s.max_rel)) s = {rel, in[k]};  // NaN counts as the worst
+    }
+  }
+  return s;
+}
+
+template <class T>
+class Avx512MathHalf : public ::testing::Test {};
+using HalfTiers = ::testing::Types<Tier<Accuracy::half>>;
+TYPED_TEST_SUITE(Avx512MathHalf, HalfTiers, TierName);
+
+double gelu_erf_ref(double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+double gelu_tanh_ref(double x) { return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+TYPED_TEST(Avx512MathHalf, Exp) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  RelSweep s = rel_sweep(v_exp<TypeParam::value>, [](double x) { return std::exp(x); }, -87.3f, 88.7f, kPoints);
+  EXPECT_LE(s.max_rel, 4.7e-6) << "at x = " << s.worst_x;  // measured 3.1e-6
+}
+
+TYPED_TEST(Avx512MathHalf, Sigmoid) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  RelSweep s = rel_sweep(v_sigmoid<TypeParam::value>, [](double x) { return 1 / (1 + std::exp(-x)); }, -87.0f, 30.0f, kPoints);
+  EXPECT_LE(s.max_rel, 4.7e-6) << "at x = " << s.worst_x;  // measured 3.1e-6
+}
+
+TYPED_TEST(Avx512MathHalf, Tanh) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  RelSweep s = rel_sweep(v_tanh<TypeParam::value>, [](double x) { return std::tanh(x); }, -4.5f, 4.5f, kPoints);
+  EXPECT_LE(s.max_rel, 3.5e-6) << "at x = " << s.worst_x;  // measured 2.3e-6
+  // Beyond, x is clamped to +-5: tanh(5) = 1 - 9.1e-5, which rounds to 1 in f16 and bf16.
+  RelSweep far = rel_sweep(v_tanh<TypeParam::value>, [](double x) { return std::tanh(x); }, -60.0f, 60.0f, kPoints / 16);
+  EXPECT_LE(far.max_rel, 1e-4) << "at x = " << far.worst_x;
+}
+
+TYPED_TEST(Avx512MathHalf, GeluErf) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  RelSweep s = rel_sweep(v_gelu<TypeParam::value>, gelu_erf_ref, -13.0f, 6.0f, kPoints);
+  EXPECT_LE(s.max_rel, 1.1e-5) << "at x = " << s.worst_x;  // measured 7.3e-6
+}
+
+TYPED_TEST(Avx512MathHalf, GeluTanh) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  // From -9 up: below, sigmoid(2u) < 2^-118 and its last bits go to f32 subnormals on the way
+  // to a normal product (x = -10: 2u = -87.3, e^2u = 1.2e-38), where PyTorch's own f32 form
+  // 0.5 x (1 + tanh u) has already cancelled to 0.
+  RelSweep s = rel_sweep(v_gelu_tanh<TypeParam::value>, gelu_tanh_ref, -9.0f, 10.0f, kPoints);
+  EXPECT_LE(s.max_rel, 2.3e-5) << "at x = " << s.worst_x;  // measured 1.5e-5 on [-10, 10] (u's rounding)
+}
+
+TYPED_TEST(Avx512MathHalf, SpecialValues) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  constexpr Accuracy A = TypeParam::value;
+  EXPECT_TRUE(std::isnan(at(v_exp<A>, NAN)));
+  EXPECT_EQ(at(v_exp<A>, -INFINITY), 0.0f);
+  EXPECT_EQ(at(v_exp<A>, INFINITY), INFINITY);
+  EXPECT_NEAR(at(v_tanh<A>, INFINITY), 1.0f, 1e-4);  // tanh(5): x is clamped to +-5
+  EXPECT_NEAR(at(v_tanh<A>, -INFINITY), -1.0f, 1e-4);
+  EXPECT_TRUE(std::isnan(at(v_tanh<A>, NAN)));
+  EXPECT_EQ(at(v_sigmoid<A>, -INFINITY), 0.0f);
+  EXPECT_EQ(at(v_sigmoid<A>, INFINITY), 1.0f);
+  EXPECT_TRUE(std::isnan(at(v_sigmoid<A>, NAN)));
+  EXPECT_EQ(at(v_gelu<A>, INFINITY), INFINITY);
+  EXPECT_EQ(at(v_gelu<A>, 0.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(at(v_gelu<A>, NAN)));
+  EXPECT_EQ(at(v_gelu_tanh<A>, INFINITY), INFINITY);
+  EXPECT_EQ(at(v_gelu_tanh<A>, 0.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(at(v_gelu_tanh<A>, NAN)));
+}
+
+// exp_minus_half(s) claims to be exp_clamped<half>(-s/2) bit for bit (the halving folded into
+// its constants): every f32 s in [0, 400] at a stride, and NaN.
+DNNB_AVX512 int64_t exp_minus_half_mismatches() {
+  int64_t bad = 0;
+  alignas(64) float in[16], folded[16], plain[16];
+  for (uint32_t bits = 0; bits <= 0x43c80000u; bits += 16 * 7) {  // 0x43c80000 = 400.0f
+    for (int k = 0; k < 16; ++k) {
+      const uint32_t b = bits + 7u * static_cast<uint32_t>(k);
+      std::memcpy(&in[k], &b, 4);
+    }
+    const __m512 s = _mm512_load_ps(in);
+    _mm512_store_ps(folded, exp_minus_half(Vecs<1>{{s}}).v[0]);
+    _mm512_store_ps(plain, exp_clamped<Accuracy::half>(Vecs<1>{{_mm512_mul_ps(s, _mm512_set1_ps(-0.5f))}}).v[0]);
+    bad += std::memcmp(folded, plain, sizeof folded) != 0;
+  }
+  if (!std::isnan(_mm512_cvtss_f32(exp_minus_half(Vecs<1>{{_mm512_set1_ps(NAN)}}).v[0]))) ++bad;
+  return bad;
+}
+
+TEST(Avx512Math, ExpMinusHalfMatchesExpOfMinusHalf) {
+  if (!usable()) GTEST_SKIP() << cpu_status().message;
+  EXPECT_EQ(exp_minus_half_mismatches(), 0);
 }
 
 // Every f32 in a stride over all bit patterns (plus all subnormal-range edges) through the

@@ -37,6 +37,8 @@
 #             twice and prints the run-to-run differences (ci/gpu/roofline_repeat.py)
 #   report    ci/report.sh full on cuda:0, the NVIDIA OpenCL device and cpu:0 ($OUT/report.tgz);
 #             CEILINGS=file reuses measured ceilings
+# CMAKE_ARGS adds configure flags, e.g. "-DDNNB_CUDA=OFF" for a call that times only the CPU and
+# OpenCL (the build then takes a third of the time).
 # oneDNN is not installed there: run `ci/gpu/pack-onednn.sh` here first and carry `.deps`.
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnblocks-out}
@@ -61,7 +63,7 @@ fi
 # Set-up files go to one tarball: the device tool brings back at most 8 files from $OUT.
 setup=/tmp/setup; mkdir -p $setup
 log "configure (oneDNN=$onednn)"
-cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DDNNB_ONEDNN=$onednn > $setup/configure.log 2>&1 || { tail -40 $setup/configure.log; exit 1; }
+cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DDNNB_ONEDNN=$onednn ${CMAKE_ARGS:-} > $setup/configure.log 2>&1 || { tail -40 $setup/configure.log; exit 1; }
 grep "dnnblocks:" $setup/configure.log
 log build
 cmake --build build/gpu -j"$jobs" > $setup/build.log 2>&1 || { grep -E "error" -A5 $setup/build.log | head -80; exit 1; }

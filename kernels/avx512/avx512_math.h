@@ -160,10 +160,14 @@ DNNB_AVX512_INLINE Vecs<K> select(const Masks<K>& m, const Vecs<K>& a, const Vec
 //   fitted minimax in relative error on [-ln2/2, ln2/2] (3.8e-9 with the f32 coefficients).
 // half: one-constant reduction (f32 ln2 is off by 1.9e-9: r off by <= 2.5e-7 at |n| = 128),
 //   e^r = 1 + r P(r), P of degree 3 (2.9e-6): 3 uops fewer.
+// half's P, constant term first.
+inline constexpr float kExpHalfP[4] = {9.999668002e-01f, 5.000301600e-01f, 1.678749174e-01f, 4.151381180e-02f};
+inline constexpr float kLn2F = 0.693147182464599609375f;  // ln 2 rounded to f32
+inline constexpr float kLog2eF = 1.44269504088896341f;
 template <Accuracy A, int K>
 DNNB_AVX512_INLINE Vecs<K> exp_clamped(const Vecs<K>& x) {
   const Vecs<K> shifter = splat<K>(12582912.0f);  // 1.5 * 2^23: rounds to an integer
-  const Vecs<K> n = sub(fmadd(x, splat<K>(1.44269504088896341f), shifter), shifter);
+  const Vecs<K> n = sub(fmadd(x, splat<K>(kLog2eF), shifter), shifter);
   Vecs<K> p;
   if constexpr (full_polynomials(A)) {
     Vecs<K> r = fnmadd(n, splat<K>(0.693145751953125f), x);  // ln2 high part
@@ -175,12 +179,31 @@ DNNB_AVX512_INLINE Vecs<K> exp_clamped(const Vecs<K>& x) {
     p = fmadd(p, r, splat<K>(1.0f));
     p = fmadd(p, r, splat<K>(1.0f));
   } else {
-    const Vecs<K> r = fnmadd(n, splat<K>(0.693147182464599609375f), x);
-    p = fmadd(splat<K>(4.151381180e-02f), r, splat<K>(1.678749174e-01f));
-    p = fmadd(p, r, splat<K>(5.000301600e-01f));
-    p = fmadd(p, r, splat<K>(9.999668002e-01f));
+    const Vecs<K> r = fnmadd(n, splat<K>(kLn2F), x);
+    p = fmadd(splat<K>(kExpHalfP[3]), r, splat<K>(kExpHalfP[2]));
+    p = fmadd(p, r, splat<K>(kExpHalfP[1]));
+    p = fmadd(p, r, splat<K>(kExpHalfP[0]));
     p = fmadd(p, r, splat<K>(1.0f));
   }
+  return scalef(p, n);
+}
+
+// e^{-s/2} for s = x^2 in [0, 400] (or NaN; -s/2 >= -200 needs no clamp, see exp_clamped),
+// 16-bit tiers only: exp_clamped<half>(-s/2) bit for bit, without the multiply by -1/2 (1 uop
+// fewer per vector). n comes from s with -log2e/2 exactly as from -s/2 with log2e; r' =
+// s + n (2 ln2) is exactly -2r (scaling by a power of two commutes with rounding); and with
+// P's coefficients scaled by (-1/2)^(k+1), every Horner step is exp_clamped's scaled by a
+// power of two, so 1 + r P(r) comes out identical. (If s is subnormal, -s/2 would have
+// rounded; both forms give 1 then.)
+template <int K>
+DNNB_AVX512_INLINE Vecs<K> exp_minus_half(const Vecs<K>& s) {
+  const Vecs<K> shifter = splat<K>(12582912.0f);
+  const Vecs<K> n = sub(fmadd(s, splat<K>(-0.5f * kLog2eF), shifter), shifter);
+  const Vecs<K> r2 = fmadd(n, splat<K>(2.0f * kLn2F), s);  // -2r
+  Vecs<K> p = fmadd(splat<K>(kExpHalfP[3] / 16), r2, splat<K>(-kExpHalfP[2] / 8));
+  p = fmadd(p, r2, splat<K>(kExpHalfP[1] / 4));
+  p = fmadd(p, r2, splat<K>(-kExpHalfP[0] / 2));
+  p = fmadd(p, r2, splat<K>(1.0f));
   return scalef(p, n);
 }
 
@@ -226,7 +249,7 @@ DNNB_AVX512_INLINE Vecs<K> sigmoid_v(const Vecs<K>& x) {
 //   so signs, -0 and NaN need no handling: 13 uops instead of both branches and a blend.
 template <Accuracy A, int K>
 DNNB_AVX512_INLINE Vecs<K> tanh_v(const Vecs<K>& x) {
-  if constexpr (A == Accuracy::half) {
+  if constexpr (!full_polynomials(A)) {
     const Vecs<K> xc = clamp_keep_nan(x, -5.0f, 5.0f);
     const Vecs<K> s = mul(xc, xc);
     Vecs<K> p = fmadd(splat<K>(1.637113863e-03f), s, splat<K>(1.166178137e-01f));
@@ -278,7 +301,7 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
   const Vecs<K> a = min_keep_nan(20.0f, abs(x));
   const Vecs<K> x2 = mul(a, a);
   Vecs<K> half_erfc;
-  if constexpr (A == Accuracy::half) {
+  if constexpr (!full_polynomials(A)) {
     const Vecs<K> t = reciprocal(fmadd(a, splat<K>(0.353553390593273762f), splat<K>(1.0f)));  // 1 + z/2
     Vecs<K> h = fmadd(splat<K>(4.735838994e-02f), t, splat<K>(-1.906996071e-01f));
     h = fmadd(h, t, splat<K>(2.136523128e-01f));
@@ -287,7 +310,7 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
     h = fmadd(h, t, splat<K>(1.369578689e-01f));
     h = fmadd(h, t, splat<K>(1.414121836e-01f));
     h = fmadd(h, t, splat<K>(-1.331303520e-05f));
-    half_erfc = mul(exp_clamped<A>(mul(x2, splat<K>(-0.5f))), h);  // -x^2/2 >= -200: no clamp
+    half_erfc = mul(exp_minus_half(x2), h);
   } else {
     const Vecs<K> z = mul(a, splat<K>(0.707106781186547524f));
     const Vecs<K> d = fmadd(z, splat<K>(0.5f), splat<K>(1.0f));  // in [1, 8.1]: reciprocal() may take it
@@ -308,7 +331,25 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
     e = fnmadd(mul(e, x2_lo), splat<K>(0.5f), e);  // e^{-lo/2} ~ 1 - lo/2
     half_erfc = mul(e, h);
   }
-  return select(is_negative(x), half_erfc, sub(splat<K>(1.0f), half_erfc));
+  // half_erfc for x < 0, 1 - half_erfc otherwise (NaN too): one merge-masked subtract, where
+  // a select of the two takes a subtract and a blend (1 uop fewer, the same results).
+  Vecs<K> phi;
+  DNNB_EACH {
+    const __mmask16 not_negative = _mm512_cmp_ps_mask(x.v[k], _mm512_setzero_ps(), _CMP_NLT_UQ);
+    phi.v[k] = _mm512_mask_sub_ps(half_erfc.v[k], not_negative, _mm512_set1_ps(1.0f), half_erfc.v[k]);
+  }
+  return phi;
+}
+
+// ---- GELU, tanh approximation ---------------------------------------------------------------
+
+// 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) x (1 + 0.044715 x^2): the sigmoid form
+// keeps relative accuracy where 1 + tanh u cancels (x << 0).
+template <Accuracy A, int K>
+DNNB_AVX512_INLINE Vecs<K> gelu_tanh_v(const Vecs<K>& x) {
+  const Vecs<K> inner = fmadd(mul(x, x), splat<K>(0.044715f), splat<K>(1.0f));
+  const Vecs<K> two_u = mul(mul(x, splat<K>(1.59576912160573071f)), inner);
+  return mul(x, sigmoid_v<A>(two_u));
 }
 
 // ---- Single-vector forms, full accuracy (softmax, cross-entropy, tests) ---------------------

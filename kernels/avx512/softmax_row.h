@@ -72,25 +72,30 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
 // which costs less than a store and reload of the f32 row. z == nullptr: only the sum is
 // wanted (logsumexp), e is not stored. `next` is prefetched during the exponential pass,
 // the one that has compute to hide it behind (avx512_common.h).
-// A: the accuracy of the exponentials (avx512_math.h); half only where the result is
-// rounded to a 16-bit dtype with a tolerance of 2 eps (bf16 cross-entropy), full elsewhere.
+// A: the accuracy of the exponentials (avx512_math.h): accuracy_for<Fmt> of the dtype the
+// result is rounded to (half for 16-bit softmax and cross-entropy, full for f32); each caller
+// says why its tolerance allows it.
 // Four vectors per step go through one interleaved exp_v<A, 4> (four dependency chains).
 template <Accuracy A = Accuracy::full, class ZOf>
 DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z, const NextRow& next) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 m0 = neg_inf, m1 = neg_inf;
   int64_t i = 0;
-  // Sum only (z == nullptr): the lane order of z does not matter, so a ZOf that can load
-  // 32 logits in its format's cheapest order (PlainLogits::any_order2) does so in both passes.
+  // A ZOf that can load 32 logits in its format's cheapest lane order (any_order2: bf16 even
+  // and odd elements by a shift and an AND, 1 uop per 16 where the in-order widening takes 2)
+  // does so wherever the order does not matter: in the max pass unless z is kept for the
+  // second pass (the max of a set does not depend on the order; with a NaN in the row the
+  // max may differ, but the sum, and so every output, is NaN either way), and in both passes
+  // when only the sum is wanted (z == nullptr).
   constexpr bool kAnyOrder = requires(const ZOf& f) { f.any_order2(int64_t{0}); };
-  auto z2 = [&](int64_t j) DNNB_AVX512_LAMBDA {
+  auto z2 = [&](int64_t j, bool any_order) DNNB_AVX512_LAMBDA {
     if constexpr (kAnyOrder) {
-      if (z == nullptr) return z_of.any_order2(j);
+      if (any_order) return z_of.any_order2(j);
     }
     return Vecs<2>{{z_of(j, 0xffff), z_of(j + 16, 0xffff)}};
   };
   for (; i + 32 <= n; i += 32) {
-    const Vecs<2> zz = z2(i);
+    const Vecs<2> zz = z2(i, !keep_z);
     const __m512 z0 = zz.v[0], z1 = zz.v[1];
     if (keep_z) {
       _mm512_storeu_ps(z + i, z0);
@@ -112,7 +117,7 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   i = 0;
   for (; i + 64 <= n; i += 64) {
     auto zv = [&](int64_t j) DNNB_AVX512_LAMBDA {
-      Vecs<2> zz = keep_z ? Vecs<2>{{_mm512_loadu_ps(z + j), _mm512_loadu_ps(z + j + 16)}} : z2(j);
+      Vecs<2> zz = keep_z ? Vecs<2>{{_mm512_loadu_ps(z + j), _mm512_loadu_ps(z + j + 16)}} : z2(j, z == nullptr);
       return Vecs<2>{{_mm512_sub_ps(zz.v[0], shift), _mm512_sub_ps(zz.v[1], shift)}};
     };
     const Vecs<2> z01 = zv(i), z23 = zv(i + 32);
@@ -141,15 +146,25 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   return out;
 }
 
-// Loads 16 logits of a plain row (cross-entropy): masked-off lanes are -inf.
-template <class Fmt>
+// Loads 16 logits of a plain row (cross-entropy; softmax without mask and softcap), times
+// `scale` when kScaled (softmax's scale != 1: x * 1 is x, so that multiply is left out
+// otherwise): masked-off lanes are -inf.
+template <class Fmt, bool kScaled = false>
 struct PlainLogits {
   const typename Fmt::storage* x;
+  float scale = 1;
+  DNNB_AVX512_INLINE __m512 scaled(__m512 v) const {
+    if constexpr (kScaled) return _mm512_mul_ps(v, _mm512_set1_ps(scale));
+    return v;
+  }
   DNNB_AVX512_INLINE __m512 operator()(int64_t i, __mmask16 m) const {
-    const __m512 v = m == 0xffff ? Fmt::load(x + i) : Fmt::load(x + i, m);
+    const __m512 v = scaled(m == 0xffff ? Fmt::load(x + i) : Fmt::load(x + i, m));
     return _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), m, v);
   }
-  DNNB_AVX512_INLINE Vecs<2> any_order2(int64_t i) const { return Fmt::load2_any_order(x + i); }
+  DNNB_AVX512_INLINE Vecs<2> any_order2(int64_t i) const {
+    const Vecs<2> v = Fmt::load2_any_order(x + i);
+    return {{scaled(v.v[0]), scaled(v.v[1])}};
+  }
 };
 
 }  // namespace dnnb::avx512

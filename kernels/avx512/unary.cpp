@@ -57,15 +57,8 @@ struct Gelu {
 template <Accuracy A>
 struct GeluTanh {
   static constexpr bool kQuads = true;
-  // 0.5 x (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) x (1 + 0.044715 x^2): the sigmoid form
-  // keeps relative accuracy where 1 + tanh u cancels (x << 0).
   template <int K>
-  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const {
-    const Vecs<K>& x = v[0];
-    const Vecs<K> inner = fmadd(mul(x, x), splat<K>(0.044715f), splat<K>(1.0f));
-    const Vecs<K> two_u = mul(mul(x, splat<K>(1.59576912160573071f)), inner);
-    return mul(x, sigmoid_v<A>(two_u));
-  }
+  DNNB_AVX512_INLINE Vecs<K> operator()(const Vecs<K>* v) const { return gelu_tanh_v<A>(v[0]); }
 };
 
 template <template <Accuracy> class F>
