@@ -94,9 +94,13 @@ bool register_cross_entropy() {
   // Session 8 (2026-11-25; the GPU machine was an H100 that session, copy 3.02 TB/s; 16384 x 8192,
   // one run): bf16 one reduction per row ("wg128prno") 117.7 us (75.5% of copy) against
   // wg128pren's 124.6 (71.3%); the other one-reduction plans in between (wg128prnos 121.0,
-  // wg64prenos 122.2, wg64x2prenos 122.3, wg128prenos 123.8, wg128preno 128.7). Not yet timed on
-  // the H200.
-  const RowDefaults defaults{RowVariant::wg128pr, RowVariant::wg128pr, RowVariant::wg128prno};
+  // wg64prenos 122.2, wg64x2prenos 122.3, wg128prenos 123.8, wg128preno 128.7).
+  // Session 14 (2026-11-26, H200, copy 4.28 TB/s, two rounds; docs/opencl.md): bf16 wg128prnos
+  // (each item's statistics in one streaming pass: 46 registers against 87, clang + ptxas) 100.9 us
+  // (62.2% of copy) against wg128prno's 108.4-108.5 (57.9%): on the H200 the plan with more groups
+  // per SM wins where it lost on the H100. Persistent groups with the next row's loads in flight
+  // (ce_rows_pipe, 3-5 groups per SM) were slower still (111-120 us) and were not kept.
+  const RowDefaults defaults{RowVariant::wg128pr, RowVariant::wg128pr, RowVariant::wg128prnos};
   // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
   // bf16 default's plan (wg128pr), its early-load twin, and the unpacked wg128r.
   // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE; two barriers per row here, only work-item

@@ -254,11 +254,18 @@ inline float dnnb_wg_max(float v, local float* scratch) {
 // Softmax statistics as a pair (m, s): the max of some values and the sum of exp(v - m) over
 // them. Two pairs merge exactly (up to rounding), so one tree gives both the row max and the
 // row sum: half the barriers of a max tree followed by a sum tree.
+// A pair whose values were NaN and -inf only is (-inf, NaN): dnnb_softmax_add keeps a NaN in s,
+// never in m. So a pair with m = -inf is weighted by 0, not dropped: 0 for an empty pair's s = 0,
+// NaN for that one (dropping it lost the NaN of a row, e.g. in column 32 of a 33-column row, the
+// only column of its work-item: a finite loss where torch's is NaN).
 inline void dnnb_softmax_merge(float* m, float* s, float m2, float s2) {
   const float mm = dnnb_max_nan(*m, m2);
-  if (mm == -INFINITY) return;  // both empty (or fully masked): stays (-inf, 0)
-  const float a = *m == -INFINITY ? 0.0f : *s * exp(*m - mm);
-  const float b = m2 == -INFINITY ? 0.0f : s2 * exp(m2 - mm);
+  if (mm == -INFINITY) {  // no finite value on either side: stays (-inf, 0), or (-inf, NaN)
+    *s += s2;
+    return;
+  }
+  const float a = *s * (*m == -INFINITY ? 0.0f : exp(*m - mm));
+  const float b = s2 * (m2 == -INFINITY ? 0.0f : exp(m2 - mm));
   *m = mm;
   *s = a + b;
 }
