@@ -180,29 +180,28 @@ struct CePipeLane {
   int kept;          // of those rows, the ones not ignored
 };
 
-// The chunk after (row, it) in a warp's stream: the next chunk of the row, or the first of the
-// warp's next row.
-struct CeCursor {
-  int64_t row;
-  int it;
-};
-__device__ __forceinline__ CeCursor ce_next_chunk(CeCursor c, int chunks, int64_t warps) {
-  return c.it + 1 == chunks ? CeCursor{c.row + warps, 0} : CeCursor{c.row, c.it + 1};
-}
-
-// Folds cur, which holds chunk (p.row, p.it), into p; a finished row adds its loss. Then moves p
-// to the chunk after it and returns whether the warp has one.
-template <typename T, bool kFastExp>
-__device__ __forceinline__ bool ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& p,
-                                             const Vec16<T> (&cur)[kCePipeVecs], int chunks,
-                                             int64_t warps) {
-  const CeCursor next = ce_next_chunk({p.row, p.it}, chunks, warps);
+// Loads the chunk after (p.row, p.it) into nxt (the next chunk of the row, or the first of the
+// warp's next row), then folds cur, which holds chunk (p.row, p.it); a finished row adds its
+// loss. Moves p to the next chunk and returns whether the warp has one.
+template <typename T, bool kFastExp, bool kExact>
+__device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& p,
+                                             const Vec16<T> (&cur)[kCePipeVecs],
+                                             Vec16<T> (&nxt)[kCePipeVecs], int lane, int cols,
+                                             int chunks, int64_t warps) {
+  int64_t next_row = p.row;
+  int next_it = p.it + 1;
+  if (next_it == chunks) {
+    next_row = p.row + warps;
+    next_it = 0;
+  }
+  const bool more = next_row < a.rows;
+  if (more) ce_load_chunk<T, kExact>(nxt, a.x.row(next_row), next_it, lane, cols);
   if (p.it == 0) {  // both used a row later, so their latency hides behind the row's chunks
     p.x_t = ce_target_logit(a, p.row, p.tgt);  // p.tgt was loaded during the previous row
     if (p.row + warps < a.rows) p.tgt_next = a.target[(p.row + warps) * a.target_stride];
   }
   ce_fold_chunk<T, kFastExp>(cur, p.m, p.ms, p.s);
-  if (next.it == 0) {  // p.row is complete
+  if (next_it == 0) {  // p.row is complete
     float m = p.m;
     float s = 0.f;
 #pragma unroll
@@ -217,20 +216,9 @@ __device__ __forceinline__ bool ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& 
     for (int k = 0; k < kVec<T>; ++k) p.s[k] = 0.f;
     p.tgt = p.tgt_next;
   }
-  p.row = next.row;
-  p.it = next.it;
-  return next.row < a.rows;
-}
-
-// The register pipeline's step: loads the chunk after (p.row, p.it) into nxt, then folds cur.
-template <typename T, bool kFastExp, bool kExact>
-__device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& p,
-                                             const Vec16<T> (&cur)[kCePipeVecs],
-                                             Vec16<T> (&nxt)[kCePipeVecs], int lane, int cols,
-                                             int chunks, int64_t warps) {
-  const CeCursor next = ce_next_chunk({p.row, p.it}, chunks, warps);
-  if (next.row < a.rows) ce_load_chunk<T, kExact>(nxt, a.x.row(next.row), next.it, lane, cols);
-  return ce_pipe_fold<T, kFastExp>(a, p, cur, chunks, warps);
+  p.row = next_row;
+  p.it = next_it;
+  return more;
 }
 
 // The mean of ce_stats_pipe_kernel without a second launch (that launch, ce_mean_kernel: 4.7 us
