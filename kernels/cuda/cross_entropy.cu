@@ -14,13 +14,11 @@
 //    Expected ~85-90% of copy bandwidth for C >= 4K (bf16 is close to the exp throughput limit:
 //    one expf per 2 bytes read).
 //  - ce_stats_pipe (the default; the variant "pipe" until its H200 run): persistent warps with
-//    the next chunk in flight, see there.
+//    the next chunk in flight (cross_entropy_pipe.cuh).
 //  - ce_mean: one block sums the row losses in a fixed order (threads stride rows, then a
 //    block tree) and counts kept rows: deterministic, no float atomics. With chunks it first
 //    merges each row's (m, s) (a warp per row).
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 #include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/cross_entropy_pipe.cuh"
