@@ -26,12 +26,16 @@ struct CeArgs {
   T* loss = nullptr;           // the 0-d output
 };
 
+// A running max that is still -inf (nothing but -inf so far) adds nothing to s, yet a NaN among
+// the values must make the row's loss NaN, as torch's: the vector maxima below propagate NaN
+// (max_nan), and a NaN maximum with m == -inf marks s NaN (a rare path). With a finite m the NaN
+// reaches s through its exp.
 // Folds one vector into a running (max m, sum of exp(x - m) s): one rescale per vector at most.
 template <int W>
 __device__ __forceinline__ void online_max_sum(const float (&v)[W], float& m, float& s) {
   float vm = v[0];
 #pragma unroll
-  for (int k = 1; k < W; ++k) vm = fmaxf(vm, v[k]);
+  for (int k = 1; k < W; ++k) vm = max_nan(vm, v[k]);
   if (vm > m) {
     s *= expf(m - vm);
     m = vm;
@@ -39,6 +43,8 @@ __device__ __forceinline__ void online_max_sum(const float (&v)[W], float& m, fl
   if (m != -INFINITY) {
 #pragma unroll
     for (int k = 0; k < W; ++k) s += expf(v[k] - m);
+  } else if (isnan(vm)) {
+    s = NAN;
   }
 }
 
@@ -51,7 +57,7 @@ __device__ __forceinline__ void online_max_sum_fast(const float (&v)[W], float& 
                                                     float& s) {
   float vm = v[0];
 #pragma unroll
-  for (int k = 1; k < W; ++k) vm = fmaxf(vm, v[k]);
+  for (int k = 1; k < W; ++k) vm = max_nan(vm, v[k]);
   if (vm > m) {
     const float vms = vm * kLog2e;
     s *= ex2_approx_ftz(ms - vms);  // ms == -inf (nothing yet): 0, and s was 0
@@ -61,6 +67,8 @@ __device__ __forceinline__ void online_max_sum_fast(const float (&v)[W], float& 
   if (m != -INFINITY) {
 #pragma unroll
     for (int k = 0; k < W; ++k) s += exp_shifted_16bit(v[k], ms);
+  } else if (isnan(vm)) {
+    s = NAN;
   }
 }
 

@@ -96,9 +96,9 @@ __device__ __forceinline__ float ce_chunk_max(const Vec16<T> (&buf)[kCePipeVecs]
     for (int u = 0; u < H; ++u)
 #pragma unroll
       for (int i = 0; i < W / 2; ++i)
-        p[u * (W / 2) + i] = __hmax2(bf16_pair(buf[u], i), bf16_pair(buf[u + H], i));
-    tree_fold<H * W / 2>(p, [](__nv_bfloat162 x, __nv_bfloat162 y) { return __hmax2(x, y); });
-    return fmaxf(__low2float(p[0]), __high2float(p[0]));
+        p[u * (W / 2) + i] = __hmax2_nan(bf16_pair(buf[u], i), bf16_pair(buf[u + H], i));
+    tree_fold<H * W / 2>(p, [](__nv_bfloat162 x, __nv_bfloat162 y) { return __hmax2_nan(x, y); });
+    return max_nan(__low2float(p[0]), __high2float(p[0]));
   } else {
     constexpr int N = kCePipeVecs * W;
     float p[N];
@@ -106,21 +106,28 @@ __device__ __forceinline__ float ce_chunk_max(const Vec16<T> (&buf)[kCePipeVecs]
     for (int u = 0; u < kCePipeVecs; ++u)
 #pragma unroll
       for (int k = 0; k < W; ++k) p[u * W + k] = element_float(buf[u], k);
-    tree_fold<N>(p, [](float x, float y) { return fmaxf(x, y); });
+    tree_fold<N>(p, [](float x, float y) { return max_nan(x, y); });
     return p[0];
   }
 }
+
+// How a pipe kernel computes and sums exp(x - m).
+enum class CeExp {
+  expf,   // accurate expf, one f32 add per element (f32 logits)
+  ex2,    // the 2-instruction exp (exp_shifted_16bit), one f32 add per element (bf16)
+};
 
 // Folds a chunk into the lane's running max m and the sums s[k] of exp(x - m) over the
 // elements at position k of each vector: one rescale check per chunk, and kVec independent add
 // chains of kCePipeVecs adds per chunk (one accumulator, or two, made the bf16 kernel
 // latency-bound on the add chain: 96 us at 16384 x 8192 with two, measured 2026-11-21).
-// kFastExp (bf16): 2^(x log2e - ms) with ms = m log2e rounded once per running max, as
-// online_max_sum_fast; otherwise expf, as online_max_sum.
-template <typename T, bool kFastExp>
+// CeExp::ex2 (bf16): 2^(x log2e - ms) with ms = m log2e rounded once per running max, as
+// online_max_sum_fast; CeExp::expf: expf, as online_max_sum.
+template <typename T, CeExp kExp>
 __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs], float& m,
                                               float& ms, float (&s)[kVec<T>]) {
   constexpr int W = kVec<T>;
+  constexpr bool kFastExp = kExp == CeExp::ex2;
   const float vm = ce_chunk_max(buf);
   if (vm > m) {
     float r;
@@ -135,7 +142,13 @@ __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs]
     for (int k = 0; k < W; ++k) s[k] *= r;
     m = vm;
   }
-  if (m == -INFINITY) return;  // nothing but -inf so far (or only NaN): nothing to add
+  if (m == -INFINITY) {
+    // Nothing but -inf (and NaN) so far: nothing to add, but a NaN must still make the row's
+    // loss NaN, as torch's. ce_chunk_max propagates NaN, so vm says whether the chunk had one
+    // (a scan of the chunk here cost the bf16 kernel 0.4% and f32 more: session 15).
+    if (isnan(vm)) s[0] = NAN;
+    return;
+  }
 #pragma unroll
   for (int u = 0; u < kCePipeVecs; ++u)
 #pragma unroll
@@ -148,12 +161,24 @@ __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs]
     }
 }
 
+// Row r of the logits. kUniform: the host checked RowIndex::uniform_rows() (outer_dims <= 1, as
+// every 2-D logits tensor; stride[0] is 0 when there is no outer dim, and then r is 0), so the
+// start is one multiply: the bulk-copy kernel (cross_entropy_tma.cuh) takes this form, which
+// keeps row_offset's division loop and its registers out of it (a 24-warp shape of it spilled).
+template <bool kUniform, typename T>
+__device__ __forceinline__ const T* ce_row(const CeArgs<T>& a, int64_t r) {
+  if constexpr (kUniform)
+    return a.x.data + r * a.x.ri.stride[0];
+  else
+    return a.x.row(r);
+}
+
 // x[row, t] for the loss, or 0 when the row is ignored or t is outside [0, C) (the loss is then
 // 0 or NaN without it: ce_pipe_row_loss).
-template <typename T>
+template <typename T, bool kUniform = false>
 __device__ __forceinline__ float ce_target_logit(const CeArgs<T>& a, int64_t row, int64_t t) {
   if (t == a.ignore_index || t < 0 || t >= a.cols) return 0.f;
-  return to_float(a.x.row(row)[t * a.x.ri.col_stride]);
+  return to_float(ce_row<kUniform>(a, row)[t * a.x.ri.col_stride]);
 }
 
 // ce_row_loss with the target and its logit already loaded.
@@ -174,16 +199,45 @@ struct CePipeLane {
   int64_t tgt_next;  // the warp's next row's, loaded at this row's first chunk
   float x_t;         // the row's target logit, loaded at its first chunk
   float m;
-  float ms;  // kFastExp: m * log2e as used by the exps
+  float ms;  // CeExp::ex2: m * log2e as used by the exps
   float s[kVec<T>];  // per vector position: ce_fold_chunk
   float loss_sum;    // of the warp's finished rows, in row order (lane 0's is the one kept)
   int kept;          // of those rows, the ones not ignored
 };
 
+// Folds chunk (p.row, p.it), held in cur, into the warp's row statistics; `row_done`: it is the
+// row's last chunk, whose loss is then added. Shared by ce_pipe_step and the bulk-copy kernel
+// (cross_entropy_tma.cuh), which only differ in where the chunk comes from. kUniform: ce_row.
+template <typename T, CeExp kExp, bool kUniform = false>
+__device__ __forceinline__ void ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& p,
+                                             const Vec16<T> (&cur)[kCePipeVecs], bool row_done,
+                                             int64_t warps) {
+  if (p.it == 0) {  // both used a row later, so their latency hides behind the row's chunks
+    p.x_t = ce_target_logit<T, kUniform>(a, p.row, p.tgt);  // p.tgt: loaded a row before
+    if (p.row + warps < a.rows) p.tgt_next = a.target[(p.row + warps) * a.target_stride];
+  }
+  ce_fold_chunk<T, kExp>(cur, p.m, p.ms, p.s);
+  if (row_done) {
+    float m = p.m;
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) s += p.s[k];  // fixed order
+    if constexpr (kExp == CeExp::ex2) s = online_fast_finish(m, p.ms, s);
+    group_reduce_max_sum(m, s, 32, nullptr, nullptr);  // one warp: no shared memory used
+    p.loss_sum += ce_pipe_row_loss(a, p.tgt, p.x_t, m, s);
+    p.kept += p.tgt != a.ignore_index;
+    p.m = -INFINITY;
+    p.ms = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kVec<T>; ++k) p.s[k] = 0.f;
+    p.tgt = p.tgt_next;
+  }
+}
+
 // Loads the chunk after (p.row, p.it) into nxt (the next chunk of the row, or the first of the
 // warp's next row), then folds cur, which holds chunk (p.row, p.it); a finished row adds its
 // loss. Moves p to the next chunk and returns whether the warp has one.
-template <typename T, bool kFastExp, bool kExact>
+template <typename T, CeExp kExp, bool kExact>
 __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& p,
                                              const Vec16<T> (&cur)[kCePipeVecs],
                                              Vec16<T> (&nxt)[kCePipeVecs], int lane, int cols,
@@ -196,26 +250,7 @@ __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& 
   }
   const bool more = next_row < a.rows;
   if (more) ce_load_chunk<T, kExact>(nxt, a.x.row(next_row), next_it, lane, cols);
-  if (p.it == 0) {  // both used a row later, so their latency hides behind the row's chunks
-    p.x_t = ce_target_logit(a, p.row, p.tgt);  // p.tgt was loaded during the previous row
-    if (p.row + warps < a.rows) p.tgt_next = a.target[(p.row + warps) * a.target_stride];
-  }
-  ce_fold_chunk<T, kFastExp>(cur, p.m, p.ms, p.s);
-  if (next_it == 0) {  // p.row is complete
-    float m = p.m;
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) s += p.s[k];  // fixed order
-    if constexpr (kFastExp) s = online_fast_finish(m, p.ms, s);
-    group_reduce_max_sum(m, s, 32, nullptr, nullptr);  // one warp: no shared memory used
-    p.loss_sum += ce_pipe_row_loss(a, p.tgt, p.x_t, m, s);
-    p.kept += p.tgt != a.ignore_index;
-    p.m = -INFINITY;
-    p.ms = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) p.s[k] = 0.f;
-    p.tgt = p.tgt_next;
-  }
+  ce_pipe_fold<T, kExp>(a, p, cur, next_it == 0, warps);
   p.row = next_row;
   p.it = next_it;
   return more;
@@ -257,10 +292,11 @@ __device__ __forceinline__ void ce_pipe_mean(const CeArgs<T>& a, float loss_sum,
   }
 }
 
-template <typename T, bool kFastExp, bool kExact>
+template <typename T, CeExp kExp, bool kExact>
 __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
     ce_stats_pipe_kernel(CeArgs<T> a) {
-  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
+  static_assert(kExp == CeExp::expf || sizeof(T) == 2,
+                "the approximate exps are for 16-bit logits only");
   constexpr int kChunkCols = kCeChunkCols<T>;
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kCePipeWarps;
@@ -275,26 +311,23 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
     ce_load_chunk<T, kExact>(buf0, a.x.row(first), 0, lane, cols);
     p.tgt = a.target[first * a.target_stride];
     // Two steps per iteration with the buffers swapped: no register copies between chunks.
-    while (ce_pipe_step<T, kFastExp, kExact>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
-           ce_pipe_step<T, kFastExp, kExact>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
+    while (ce_pipe_step<T, kExp, kExact>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
+           ce_pipe_step<T, kExp, kExact>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
     }
   }
   ce_pipe_mean(a, p.loss_sum, p.kept, lane, first);
 }
 
-// Launches ce_stats_pipe_kernel (and the mean, in the same launch) when `a` fits it (many rows,
-// 16-byte aligned rows, C % kVec == 0); false: nothing launched. Rows of whole chunks take the
-// kernel's exact form unless `predicated` (the variant "pipe_pred", to time the two).
+// Launches a persistent cross-entropy kernel of kCePipeWarps warps per block (ce_stats_pipe_kernel
+// or ce_stats_tma_kernel, which both end in ce_pipe_mean) with `smem` bytes of dynamic shared
+// memory: as many blocks as fit per SM, at most one warp per row; false when none fits (nothing
+// launched). pipe_blocks_per_sm opts the kernel into `smem` (checked) when it is not 0.
 template <typename T>
-Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool predicated) {
-  if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
-      a.cols % kVec<T> != 0)
-    return false;
-  constexpr bool kFast = sizeof(T) == 2;  // bf16: the 2-instruction exp, as the default
-  const bool exact = !predicated && a.cols % kCeChunkCols<T> == 0;
-  const auto kernel = exact ? ce_stats_pipe_kernel<T, kFast, true> : ce_stats_pipe_kernel<T, kFast, false>;
+Result<bool> ce_launch_persistent(const CudaDevice& device, CeArgs<T> a,
+                                  void (*kernel)(CeArgs<T>), int smem) {
   constexpr int kBlock = 32 * kCePipeWarps;
-  auto per_sm = pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), kBlock, 0, 0);
+  auto per_sm =
+      pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), kBlock, smem, smem);
   if (!per_sm) return per_sm.status();
   if (*per_sm == 0) return false;
   const int64_t grid = std::min<int64_t>(ceil_div(a.rows, kCePipeWarps),
@@ -306,10 +339,30 @@ Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool pred
   a.splits = 1;
   a.partials = scratch->as<float2>();
   a.done = *done;
-  kernel<<<static_cast<unsigned>(grid), kBlock, 0, device.stream()>>>(a);  // and the mean
+  kernel<<<static_cast<unsigned>(grid), kBlock, smem, device.stream()>>>(a);  // and the mean
   DNNB_CUDA_CHECK_LAUNCH();
   DNNB_TRY(scratch->release());
   return true;
+}
+
+// Launches ce_stats_pipe_kernel (and the mean, in the same launch) when `a` fits it (many rows,
+// 16-byte aligned rows, C % kVec == 0); false: nothing launched. Rows of whole chunks take the
+// kernel's exact form unless `predicated` (the variant "pipe_pred", to time the two).
+template <typename T>
+Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool predicated) {
+  if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
+      a.cols % kVec<T> != 0)
+    return false;
+  const bool exact = !predicated && a.cols % kCeChunkCols<T> == 0;
+  void (*kernel)(CeArgs<T>) = nullptr;
+  if constexpr (sizeof(T) == 2) {  // bf16: the 2-instruction exp
+    kernel = exact ? ce_stats_pipe_kernel<T, CeExp::ex2, true>
+                   : ce_stats_pipe_kernel<T, CeExp::ex2, false>;
+  } else {
+    kernel = exact ? ce_stats_pipe_kernel<T, CeExp::expf, true>
+                   : ce_stats_pipe_kernel<T, CeExp::expf, false>;
+  }
+  return ce_launch_persistent<T>(device, a, kernel, 0);
 }
 
 }  // namespace dnnb::cuda_kernels

@@ -257,9 +257,19 @@ __device__ __forceinline__ float group_reduce(float v, Op op, float identity, in
 // Online softmax statistics: m = running max, s = sum of exp(x - m). Merging rescales the side
 // with the smaller max. Products and sum are rounded explicitly (no FMA contraction) so that
 // merge(a, b) == merge(b, a) bit for bit: every lane of a butterfly ends with the same pair.
+// max(a, b), NaN if either is NaN (fmaxf returns the other operand): max.NaN.f32, sm_80+.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
 __device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, float s2) {
   const float mn = fmaxf(m, m2);
-  if (mn == -INFINITY) return;  // both sides empty or fully masked: s == s2 == 0
+  if (mn == -INFINITY) {  // both sides empty or fully masked: s == s2 == 0, or a NaN kept there
+    s += s2;              // (cross_entropy.cuh): both sides of a butterfly get it
+    return;
+  }
   s = __fadd_rn(__fmul_rn(s, expf(m - mn)), __fmul_rn(s2, expf(m2 - mn)));
   m = mn;
 }

@@ -299,12 +299,29 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
   int cur = 0;     // stage of `row`
   int parity = 0;  // scratch slots of this row (16-bit)
+  // cross_entropy_bwd: each row's target is loaded a row ahead, and 1 / kept once per block
+  // after the wait for the count kernel (row_output's wait and two dependent loads on every row
+  // were a latency chain per row that only other blocks' work could hide).
+  int64_t t_next = kTarget && blockIdx.x < a.rows ? a.target[blockIdx.x * a.target_stride] : -1;
+  float inv_kept = 0.f;
   for (int64_t row = blockIdx.x; row < a.rows; row += step) {
     const int64_t ahead = row + (S - 1) * step;
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
     pipe_copy_row<T, VPT, kExact>(stages + fill * stage_elems,
                                   ahead < a.rows ? a.x.row(ahead) : nullptr, t, group, cols);
-    const RowOutput out = kTarget ? row_output(a, row) : RowOutput{-1, 1.f};  // loads overlap the reductions
+    RowOutput out{-1, 1.f};
+    if constexpr (kTarget) {
+      const int64_t target_row = t_next;
+      if (row + step < a.rows) t_next = a.target[(row + step) * a.target_stride];
+      // As row_output: kept_rows comes from the overlapped kernel. Waited for here, before the
+      // first row's reductions: after them (just before the first store) the default (pipe4)
+      // took 151.5-151.9 us against 148.3-148.4 (A/B, H200, session 15).
+      if (row == blockIdx.x) {
+        wait_for_prior_grid();
+        inv_kept = 1.f / static_cast<float>(*a.kept_rows);
+      }
+      out = target_row == a.ignore_index ? RowOutput{-1, 0.f} : RowOutput{target_row, inv_kept};
+    }
     const T* mask_row = kHasMask ? a.mask.row(row) : nullptr;
     cp_async_wait<S - 1>();  // this thread's copies of `row` have landed
     const T* stage = stages + cur * stage_elems;
@@ -449,7 +466,9 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
                   : launch(softmax_pipe_kernel<T, Shape, false, kFast, false, false>);
   // Exact rows take the kernel without bounds tests for cross_entropy_bwd only: for softmax it
   // measured 6% slower (H200, session 5, 16384 x 8192 bf16 157 us against 147.5, f16 157
-  // against 149; the same build with and without it), cross_entropy_bwd bf16 150.5 us with it.
+  // against 149; the same build with and without it), cross_entropy_bwd bf16 150.5 us with it;
+  // session 15 (H200, two rounds): without it, pipe4 153.2-153.4 us against 148.1-148.5 and
+  // pipe16 157.1-157.5 against 148.5.
   if (target && a.cols == static_cast<int64_t>(block) * Shape::kEpt)  // every vector inside
     return launch(softmax_pipe_kernel<T, Shape, false, kFast, true, true, true>);
   return target ? launch(softmax_pipe_kernel<T, Shape, false, kFast, true, true>)
