@@ -2,8 +2,12 @@
 // losses go to the device's scratch buffer; a one-work-group kernel reduces them in a fixed
 // order, so the loss is deterministic.
 // The per-row kernel is ce_rows_cached when the row fits the register cache with unit column
-// stride, else ce_rows; variant "legacy" always takes ce_rows.
+// stride, else ce_rows; variant "legacy" always takes ce_rows. The warp variants of bf16
+// (warp32nv, warp32nvpipe, warp32nvpipe4: cross_entropy_warp.h; NVIDIA only) take
+// ce_rows_warp for every view with unit column stride and wg128prnos for the rest; so does the bf16
+// default on NVIDIA (warp32nvpipe's plan; wg128prnos elsewhere).
 #include "kernels/opencl/cross_entropy_cl.h"
+#include "kernels/opencl/cross_entropy_warp.h"
 #include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/row_body_cl.h"
@@ -29,7 +33,9 @@ Result<bool> try_ce_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDevice&
   return true;
 }
 
-Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan& plan) {
+// `warp`: the warp plan first (per-warp pairs into `partial`), `plan` for the views it does not take.
+Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan& plan,
+                         const CeWarpPlan* warp = nullptr) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
@@ -46,11 +52,21 @@ Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan&
   auto lr = cl_rows(logits);
   if (!lr) return lr.status();
   const int64_t rows = logits.shape[0];
-  auto partial = (*device)->scratch(static_cast<size_t>(std::max<int64_t>(rows, 1)) * 2 * sizeof(cl_float));
+  // (loss, kept) pairs for ce_finish: one per row, or one per warp of the warp plan's grid.
+  const int64_t max_pairs = warp != nullptr ? ce_warp_max_pairs(rows) : std::max<int64_t>(rows, 1);
+  auto partial = (*device)->scratch(static_cast<size_t>(max_pairs) * 2 * sizeof(cl_float));
   if (!partial) return partial.status();
   const std::string options = row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan));
 
   bool rows_done = rows == 0;
+  int64_t pairs = rows;
+  if (!rows_done && warp != nullptr) {
+    auto warp_pairs = try_ce_rows_warp(**device, *warp, cl_buffer(logits), *lr, cl_buffer(target), target.offset,
+                                       target.strides[0], *ignore_index, *partial);
+    if (!warp_pairs) return warp_pairs.status();
+    rows_done = *warp_pairs > 0;
+    if (rows_done) pairs = *warp_pairs;
+  }
   if (!rows_done && plan.cached) {
     auto done = try_ce_rows_cached(call, plan, **device, source, *lr, *ignore_index, *partial);
     if (!done) return done.status();
@@ -73,12 +89,36 @@ Status run_cross_entropy(OpCall& call, const std::string& source, const RowPlan&
   auto limit = work_group_limit(**device, *finish, 256);
   if (!limit) return limit.status();
   KernelArgs args(*finish);
-  args.add(*partial).add(cl_long{rows}).add(cl_buffer(loss)).add(cl_long{loss.offset});
+  args.add(*partial).add(cl_long{pairs}).add(cl_buffer(loss)).add(cl_long{loss.offset});
   args.add_local(*limit * sizeof(cl_float));
   DNNB_TRY(args.status());
   const size_t global = *limit;
   return enqueue(**device, *finish, 1, &global, &global, "cross_entropy/ce_finish");
 }
+
+// A warp variant (bf16 only): skipped, with the reason, on devices without NVIDIA inline PTX.
+bool register_ce_warp(const char* variant, CeWarpPlan warp, const std::string& source, const RowPlan& fallback) {
+  Implementation impl;
+  impl.op = "cross_entropy";
+  impl.backend = "opencl";
+  impl.variant = variant;
+  impl.dtypes = {DType::bf16};
+  impl.supports = [variant](const Problem& problem, const DeviceRuntime& device) -> Status {
+    if (problem.dtype != DType::bf16)
+      return Status::unsupported(std::string("opencl/") + variant + " cross_entropy is bf16 only");
+    return ce_warp_supports(device);
+  };
+  impl.run = [variant, warp, source, fallback](OpCall& call) {
+    if (call.problem.dtype != DType::bf16)  // (the harness asks supports first; a direct caller may not)
+      return Status::unsupported(std::string("opencl/") + variant + " cross_entropy is bf16 only");
+    return run_cross_entropy(call, source, fallback, &warp);
+  };
+  return Registry::instance().add_implementation(std::move(impl));
+}
+
+// The bf16 default's warp plan on NVIDIA (variant warp32nvpipe): persistent warps, 8 per group,
+// 4 KB chunks, a 128-register cap (2 groups per SM).
+constexpr CeWarpPlan kCeWarpPipe{8, 8, true, 128};
 
 bool register_cross_entropy() {
   std::string source =
@@ -107,11 +147,41 @@ bool register_cross_entropy() {
   // 0 needs the loss): the bf16 default's plan (wg128preno) and its plain-load twin; the same with
   // each item's statistics in one streaming pass (DNNB_LSE_ONLINE: 40 registers against 85, clang +
   // ptxas), also on 64-item rows, one and two per group.
-  return register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy,
-                         /*with_raw=*/true,
-                         {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn, RowVariant::wg128preno,
-                          RowVariant::wg128prno, RowVariant::wg128prenos, RowVariant::wg128prnos, RowVariant::wg64prenos,
-                          RowVariant::wg64x2prenos});
+  // The default ("") of bf16 on a device with NVIDIA's inline PTX (bf16_nv_ptx: an NVIDIA device of
+  // compute capability >= 8) is warp32nvpipe's plan, with wg128prnos for the views it does not take;
+  // elsewhere (PoCL, other vendors) wg128prnos. Session 15 (H200, copy 4.28 TB/s, two rounds):
+  // warp32nvpipe 78.5-78.7 us (79.7-79.9% of copy) against wg128prnos' 100.5-100.7 (62.3-62.4%).
+  const RowOpRun run_default = [](OpCall& call, const std::string& src, const RowPlan& plan) {
+    auto device = opencl_device(call);
+    if (!device) return device.status();
+    if (call.problem.dtype == DType::bf16 && bf16_nv_ptx(**device))
+      return run_cross_entropy(call, src, plan, &kCeWarpPipe);
+    return run_cross_entropy(call, src, plan);
+  };
+  bool ok = register_row_op("cross_entropy", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, source,
+                            [](OpCall& call, const std::string& src, const RowPlan& plan) {
+                              return run_cross_entropy(call, src, plan);
+                            },
+                            /*with_raw=*/true,
+                            {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn, RowVariant::wg128preno,
+                             RowVariant::wg128prno, RowVariant::wg128prenos, RowVariant::wg128prnos,
+                             RowVariant::wg64prenos, RowVariant::wg64x2prenos},
+                            run_default);
+  // Session 15 (docs/opencl.md): one warp per row, its merges through shfl.sync (NVIDIA only).
+  // H200, bf16 16384 x 8192, two rounds: warp32nv 104.2-104.4 us, warp32nvpipe 78.5-78.7,
+  // warp32nvpipe4 80.0-80.2, wg128prnos 100.5-100.7. warp32nv: a group per 8 rows (128-register cap: 2 groups per SM), the next chunk's
+  // loads in flight within the row;
+  // warp32nvpipe: persistent warps (2 groups of 256 per SM under a 128-register cap: 16 warps, 64 KB
+  // of loads in flight per SM, as the CUDA kernel), the next chunk in flight across rows;
+  // warp32nvpipe4: 4-vector chunks (2 KB per warp), groups of 4 warps under a 96-register cap (92
+  // uncapped, clang + ptxas for sm_90): 5 groups per SM, 20 warps, 40 KB in flight.
+  const RowPlan fallback = row_plan(defaults.bf16);
+  ok = register_ce_warp("warp32nv", CeWarpPlan{8, 8, false, 128}, source, fallback) && ok;
+  ok = register_ce_warp("warp32nvpipe", kCeWarpPipe, source, fallback) && ok;
+  ok = register_ce_warp("warp32nvpipe4", CeWarpPlan{4, 4, true, 96}, source, fallback) && ok;
+  // Not kept: warp32nvpipe's kernel (80 registers on the H200's compiler) under an 80-register cap,
+  // so the grid takes 3 groups per SM (24 warps): 94.8-95.0 us.
+  return ok;
 }
 
 }  // namespace

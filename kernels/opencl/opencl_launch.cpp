@@ -359,11 +359,12 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
 }
 
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& extra) {
+                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& extra,
+                     RowOpRun default_run) {
   bool ok = true;
   for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw, extra)) {
     ok = register_opencl(op, variant, dtypes,
-                         [source, plans = plans, run](OpCall& call) {
+                         [source, plans = plans, run = variant.empty() && default_run ? default_run : run](OpCall& call) {
                            return run(call, source, plans(call.problem.dtype));
                          }) &&
          ok;

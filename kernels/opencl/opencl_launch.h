@@ -168,10 +168,12 @@ std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, Row
 // How a row op runs one call under one plan, its program source given.
 using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
 // Registers `op` once per row variant of row_variants(with_stream, defaults, with_raw, extra);
-// each call runs with the plan of its dtype. False when a registration failed.
+// each call runs with the plan of its dtype. `default_run`, when given, runs the default ("")
+// instead of `run`, with the same plan: for a default that picks a kernel by device (the bf16
+// cross_entropy on NVIDIA). False when a registration failed.
 bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
                      std::string source, RowOpRun run, bool with_raw = false,
-                     const std::vector<RowVariant>& extra = {});
+                     const std::vector<RowVariant>& extra = {}, RowOpRun default_run = nullptr);
 // The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
 // cached variant shares one build of the *_rows program for the shapes it falls back on.
 inline RowPlan rows_kernel_plan(const RowPlan& plan) {
