@@ -13,10 +13,10 @@
 //    otherwise it writes (m, s) for its chunk. Bytes: the logits once (the minimum), 4-8 per row.
 //    Expected ~85-90% of copy bandwidth for C >= 4K (bf16 is close to the exp throughput limit:
 //    one expf per 2 bytes read).
-//  - ce_stats_pipe (the default until session 15; the variant "pipe_regs"): persistent warps
-//    with the next chunk in flight in registers (cross_entropy_pipe.cuh).
-//  - ce_stats_tma (the bf16 default for rows of whole 4 KB chunks since session 15): the same
-//    warps with their chunks in shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
+//  - ce_stats_pipe (the default; the variant "pipe" until its H200 run): persistent warps with
+//    the next chunk in flight in registers (cross_entropy_pipe.cuh).
+//  - ce_stats_tma (the variant "pipe_tma"): the same warps with their chunks in shared-memory
+//    rings filled by bulk copies (cross_entropy_tma.cuh).
 //  - ce_mean: one block sums the row losses in a fixed order (threads stride rows, then a
 //    block tree) and counts kept rows: deterministic, no float atomics. With chunks it first
 //    merges each row's (m, s) (a warp per row).
@@ -141,25 +141,23 @@ enum class CePlan {
               // rows (bf16 with the 2-instruction exp), else ce_stats_kernel
   warp_expf,  // as warp with expf for bf16
   block,      // ce_stats_kernel for every shape (the default before 2026-11-21)
-  pipe,       // the default (""): bf16 rows of whole 4 KB chunks take ce_stats_tma_kernel
-              // (cross_entropy_tma.cuh; since session 15), other rows and f32 as pipe_regs
-  pipe_regs,  // ce_stats_pipe_kernel where it applies (see there), else as warp: the default
-              // until session 15 (measured 2026-11-21 as variant "pipe": bf16 79 us against
-              // warp's 126, f32 136 against 145)
-  pipe_pred,  // as pipe_regs with the predicated loads on every shape (no exact form)
-  pipe_tma,   // ce_stats_tma_kernel for rows of whole 4 KB chunks in both dtypes, else as pipe_regs
+  pipe,       // the default ("" variant; measured 2026-11-21 as variant "pipe": bf16 79 us against
+              // warp's 126, f32 136 against 145): ce_stats_pipe_kernel where it applies (see
+              // there), else as warp
+  pipe_pred,  // as pipe with the predicated loads on every shape (no exact form for whole chunks)
+  pipe_tma,   // ce_stats_tma_kernel (cross_entropy_tma.cuh) for rows of whole 4 KB chunks, else
+              // as pipe
 };
 
 template <typename T>
 Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) {
   constexpr int W = kVec<T>;
-  if (plan == CePlan::pipe_tma || (plan == CePlan::pipe && sizeof(T) == 2)) {
+  if (plan == CePlan::pipe_tma) {
     auto launched = try_launch_ce_tma<T>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
   }
-  if (plan == CePlan::pipe || plan == CePlan::pipe_regs || plan == CePlan::pipe_pred ||
-      plan == CePlan::pipe_tma) {
+  if (plan == CePlan::pipe || plan == CePlan::pipe_pred || plan == CePlan::pipe_tma) {
     auto launched = try_launch_ce_pipe<T>(device, a, plan == CePlan::pipe_pred);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
@@ -257,9 +255,8 @@ bool register_cross_entropy(const char* variant, CePlan plan) {
       [plan](OpCall& call) { return run_cross_entropy(call, plan); }, check_cross_entropy);
 }
 
-// "": bf16 rows of whole chunks ce_stats_tma_kernel, other aligned rows and f32
-// ce_stats_pipe_kernel (persistent warps, the next chunk in flight while folding the current one),
-// for many rows; other shapes as "warp".
+// "": ce_stats_pipe_kernel (persistent warps, the next chunk in flight while folding the current
+// one) for many aligned rows, other shapes as "warp" (the variant "pipe" until its H200 run).
 // "warp": a warp per row when there are many rows (ce_use_warp_rows), bf16 with the
 // 2-instruction exp; other shapes take the block kernel. "warp_expf": the same with expf for
 // bf16 too (f32 is identical to "warp"). "block": the default before 2026-11-21 (block per row,
@@ -268,12 +265,10 @@ DNNB_REGISTER(register_cross_entropy("", CePlan::pipe));
 DNNB_REGISTER(register_cross_entropy("warp", CePlan::warp));
 DNNB_REGISTER(register_cross_entropy("warp_expf", CePlan::warp_expf));
 DNNB_REGISTER(register_cross_entropy("block", CePlan::block));
-// "pipe_regs": the register-pipelined kernel for every dtype (the default until session 15).
-// "pipe_pred": pipe_regs without its exact form for rows of whole chunks (cross_entropy_pipe.cuh).
-// "pipe_tma": the bulk-copy kernel for f32 too (cross_entropy_tma.cuh).
+// "pipe_pred": the default without its exact form for rows of whole chunks (cross_entropy_pipe.cuh).
+// "pipe_tma": the chunks through shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
 // Measured and dropped in session 15 (docs/cuda.md): bf16 exp arguments and sums on the tensor
 // cores (76.6-77.8 us against 74.4-75.2) and a 24-warp bulk-copy shape (75.1-75.2).
-DNNB_REGISTER(register_cross_entropy("pipe_regs", CePlan::pipe_regs));
 DNNB_REGISTER(register_cross_entropy("pipe_pred", CePlan::pipe_pred));
 DNNB_REGISTER(register_cross_entropy("pipe_tma", CePlan::pipe_tma));
 
