@@ -111,23 +111,16 @@ __device__ __forceinline__ float ce_chunk_max(const Vec16<T> (&buf)[kCePipeVecs]
   }
 }
 
-// How a pipe kernel computes and sums exp(x - m).
-enum class CeExp {
-  expf,   // accurate expf, one f32 add per element (f32 logits)
-  ex2,    // the 2-instruction exp (exp_shifted_16bit), one f32 add per element (bf16)
-};
-
 // Folds a chunk into the lane's running max m and the sums s[k] of exp(x - m) over the
 // elements at position k of each vector: one rescale check per chunk, and kVec independent add
 // chains of kCePipeVecs adds per chunk (one accumulator, or two, made the bf16 kernel
 // latency-bound on the add chain: 96 us at 16384 x 8192 with two, measured 2026-11-21).
-// CeExp::ex2 (bf16): 2^(x log2e - ms) with ms = m log2e rounded once per running max, as
-// online_max_sum_fast; CeExp::expf: expf, as online_max_sum.
-template <typename T, CeExp kExp>
+// kFastExp (bf16): 2^(x log2e - ms) with ms = m log2e rounded once per running max, as
+// online_max_sum_fast; otherwise expf, as online_max_sum.
+template <typename T, bool kFastExp>
 __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs], float& m,
                                               float& ms, float (&s)[kVec<T>]) {
   constexpr int W = kVec<T>;
-  constexpr bool kFastExp = kExp == CeExp::ex2;
   const float vm = ce_chunk_max(buf);
   if (vm > m) {
     float r;
@@ -199,7 +192,7 @@ struct CePipeLane {
   int64_t tgt_next;  // the warp's next row's, loaded at this row's first chunk
   float x_t;         // the row's target logit, loaded at its first chunk
   float m;
-  float ms;  // CeExp::ex2: m * log2e as used by the exps
+  float ms;  // kFastExp: m * log2e as used by the exps
   float s[kVec<T>];  // per vector position: ce_fold_chunk
   float loss_sum;    // of the warp's finished rows, in row order (lane 0's is the one kept)
   int kept;          // of those rows, the ones not ignored
@@ -208,7 +201,7 @@ struct CePipeLane {
 // Folds chunk (p.row, p.it), held in cur, into the warp's row statistics; `row_done`: it is the
 // row's last chunk, whose loss is then added. Shared by ce_pipe_step and the bulk-copy kernel
 // (cross_entropy_tma.cuh), which only differ in where the chunk comes from. kUniform: ce_row.
-template <typename T, CeExp kExp, bool kUniform = false>
+template <typename T, bool kFastExp, bool kUniform = false>
 __device__ __forceinline__ void ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& p,
                                              const Vec16<T> (&cur)[kCePipeVecs], bool row_done,
                                              int64_t warps) {
@@ -216,13 +209,13 @@ __device__ __forceinline__ void ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& 
     p.x_t = ce_target_logit<T, kUniform>(a, p.row, p.tgt);  // p.tgt: loaded a row before
     if (p.row + warps < a.rows) p.tgt_next = a.target[(p.row + warps) * a.target_stride];
   }
-  ce_fold_chunk<T, kExp>(cur, p.m, p.ms, p.s);
+  ce_fold_chunk<T, kFastExp>(cur, p.m, p.ms, p.s);
   if (row_done) {
     float m = p.m;
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < kVec<T>; ++k) s += p.s[k];  // fixed order
-    if constexpr (kExp == CeExp::ex2) s = online_fast_finish(m, p.ms, s);
+    if constexpr (kFastExp) s = online_fast_finish(m, p.ms, s);
     group_reduce_max_sum(m, s, 32, nullptr, nullptr);  // one warp: no shared memory used
     p.loss_sum += ce_pipe_row_loss(a, p.tgt, p.x_t, m, s);
     p.kept += p.tgt != a.ignore_index;
@@ -237,7 +230,7 @@ __device__ __forceinline__ void ce_pipe_fold(const CeArgs<T>& a, CePipeLane<T>& 
 // Loads the chunk after (p.row, p.it) into nxt (the next chunk of the row, or the first of the
 // warp's next row), then folds cur, which holds chunk (p.row, p.it); a finished row adds its
 // loss. Moves p to the next chunk and returns whether the warp has one.
-template <typename T, CeExp kExp, bool kExact>
+template <typename T, bool kFastExp, bool kExact>
 __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& p,
                                              const Vec16<T> (&cur)[kCePipeVecs],
                                              Vec16<T> (&nxt)[kCePipeVecs], int lane, int cols,
@@ -250,7 +243,7 @@ __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& 
   }
   const bool more = next_row < a.rows;
   if (more) ce_load_chunk<T, kExact>(nxt, a.x.row(next_row), next_it, lane, cols);
-  ce_pipe_fold<T, kExp>(a, p, cur, next_it == 0, warps);
+  ce_pipe_fold<T, kFastExp>(a, p, cur, next_it == 0, warps);
   p.row = next_row;
   p.it = next_it;
   return more;
@@ -292,11 +285,10 @@ __device__ __forceinline__ void ce_pipe_mean(const CeArgs<T>& a, float loss_sum,
   }
 }
 
-template <typename T, CeExp kExp, bool kExact>
+template <typename T, bool kFastExp, bool kExact>
 __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
     ce_stats_pipe_kernel(CeArgs<T> a) {
-  static_assert(kExp == CeExp::expf || sizeof(T) == 2,
-                "the approximate exps are for 16-bit logits only");
+  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
   constexpr int kChunkCols = kCeChunkCols<T>;
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kCePipeWarps;
@@ -311,8 +303,8 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, kCePipeMinBlocks)
     ce_load_chunk<T, kExact>(buf0, a.x.row(first), 0, lane, cols);
     p.tgt = a.target[first * a.target_stride];
     // Two steps per iteration with the buffers swapped: no register copies between chunks.
-    while (ce_pipe_step<T, kExp, kExact>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
-           ce_pipe_step<T, kExp, kExact>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
+    while (ce_pipe_step<T, kFastExp, kExact>(a, p, buf0, buf1, lane, cols, chunks, warps) &&
+           ce_pipe_step<T, kFastExp, kExact>(a, p, buf1, buf0, lane, cols, chunks, warps)) {
     }
   }
   ce_pipe_mean(a, p.loss_sum, p.kept, lane, first);
@@ -356,11 +348,11 @@ Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool pred
   const bool exact = !predicated && a.cols % kCeChunkCols<T> == 0;
   void (*kernel)(CeArgs<T>) = nullptr;
   if constexpr (sizeof(T) == 2) {  // bf16: the 2-instruction exp
-    kernel = exact ? ce_stats_pipe_kernel<T, CeExp::ex2, true>
-                   : ce_stats_pipe_kernel<T, CeExp::ex2, false>;
+    kernel = exact ? ce_stats_pipe_kernel<T, true, true>
+                   : ce_stats_pipe_kernel<T, true, false>;
   } else {
-    kernel = exact ? ce_stats_pipe_kernel<T, CeExp::expf, true>
-                   : ce_stats_pipe_kernel<T, CeExp::expf, false>;
+    kernel = exact ? ce_stats_pipe_kernel<T, false, true>
+                   : ce_stats_pipe_kernel<T, false, false>;
   }
   return ce_launch_persistent<T>(device, a, kernel, 0);
 }

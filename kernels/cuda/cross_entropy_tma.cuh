@@ -107,11 +107,10 @@ __device__ __forceinline__ void ce_mbar_wait(uint64_t* bar, uint32_t parity) {
   } while (!done);
 }
 
-template <typename T, CeExp kExp, typename Shape>
+template <typename T, bool kFastExp, typename Shape>
 __global__ void __launch_bounds__(32 * kCePipeWarps, Shape::kMinBlocks)
     ce_stats_tma_kernel(CeArgs<T> a) {
-  static_assert(kExp == CeExp::expf || sizeof(T) == 2,
-                "the approximate exps are for 16-bit logits only");
+  static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
   static_assert(kCeChunkCols<T> * sizeof(T) == kCeTmaChunkBytes, "a chunk is one stage");
   constexpr int kStages = Shape::kStages;
   constexpr int kChunkCols = kCeChunkCols<T>;
@@ -169,7 +168,7 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, Shape::kMinBlocks)
         next_row = p.row + warps;
         next_it = 0;
       }
-      ce_pipe_fold<T, kExp, true>(a, p, cur, next_it == 0, warps);
+      ce_pipe_fold<T, kFastExp, true>(a, p, cur, next_it == 0, warps);
       p.row = next_row;
       p.it = next_it;
       if (next_row >= a.rows) break;
@@ -189,8 +188,8 @@ Result<bool> try_launch_ce_tma(const CudaDevice& device, CeArgs<T> a) {
   if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
       a.cols % kCeChunkCols<T> != 0 || !a.x.ri.uniform_rows())
     return false;
-  constexpr CeExp kExp = sizeof(T) == 2 ? CeExp::ex2 : CeExp::expf;
-  return ce_launch_persistent<T>(device, a, ce_stats_tma_kernel<T, kExp, CeTma3x2>, CeTma3x2::kSmem);
+  constexpr bool kFastExp = sizeof(T) == 2;  // bf16: the 2-instruction exp, as the default
+  return ce_launch_persistent<T>(device, a, ce_stats_tma_kernel<T, kFastExp, CeTma3x2>, CeTma3x2::kSmem);
 }
 
 }  // namespace dnnb::cuda_kernels
