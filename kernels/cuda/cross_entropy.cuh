@@ -26,11 +26,11 @@ struct CeArgs {
   T* loss = nullptr;           // the 0-d output
 };
 
+// Folds one vector into a running (max m, sum of exp(x - m) s): one rescale per vector at most.
 // A running max that is still -inf (nothing but -inf so far) adds nothing to s, yet a NaN among
-// the values must make the row's loss NaN, as torch's: the vector maxima below propagate NaN
+// the values must make the row's loss NaN, as torch's: the vector maxima propagate NaN
 // (max_nan), and a NaN maximum with m == -inf marks s NaN (a rare path). With a finite m the NaN
 // reaches s through its exp.
-// Folds one vector into a running (max m, sum of exp(x - m) s): one rescale per vector at most.
 template <int W>
 __device__ __forceinline__ void online_max_sum(const float (&v)[W], float& m, float& s) {
   float vm = v[0];

@@ -254,9 +254,6 @@ __device__ __forceinline__ float group_reduce(float v, Op op, float identity, in
   return warp_reduce(v, op);
 }
 
-// Online softmax statistics: m = running max, s = sum of exp(x - m). Merging rescales the side
-// with the smaller max. Products and sum are rounded explicitly (no FMA contraction) so that
-// merge(a, b) == merge(b, a) bit for bit: every lane of a butterfly ends with the same pair.
 // max(a, b), NaN if either is NaN (fmaxf returns the other operand): max.NaN.f32, sm_80+.
 __device__ __forceinline__ float max_nan(float a, float b) {
   float r;
@@ -264,6 +261,9 @@ __device__ __forceinline__ float max_nan(float a, float b) {
   return r;
 }
 
+// Online softmax statistics: m = running max, s = sum of exp(x - m). Merging rescales the side
+// with the smaller max. Products and sum are rounded explicitly (no FMA contraction) so that
+// merge(a, b) == merge(b, a) bit for bit: every lane of a butterfly ends with the same pair.
 __device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, float s2) {
   const float mn = fmaxf(m, m2);
   if (mn == -INFINITY) {  // both sides empty or fully masked: s == s2 == 0, or a NaN kept there

@@ -169,8 +169,8 @@ bool register_cross_entropy() {
                             run_default);
   // Session 15 (docs/opencl.md): one warp per row, its merges through shfl.sync (NVIDIA only).
   // H200, bf16 16384 x 8192, two rounds: warp32nv 104.2-104.4 us, warp32nvpipe 78.5-78.7,
-  // warp32nvpipe4 80.0-80.2, wg128prnos 100.5-100.7. warp32nv: a group per 8 rows (128-register cap: 2 groups per SM), the next chunk's
-  // loads in flight within the row;
+  // warp32nvpipe4 80.0-80.2, wg128prnos 100.5-100.7. warp32nv: a group per 8 rows (128-register
+  // cap: 2 groups per SM), the next chunk's loads in flight within the row;
   // warp32nvpipe: persistent warps (2 groups of 256 per SM under a 128-register cap: 16 warps, 64 KB
   // of loads in flight per SM, as the CUDA kernel), the next chunk in flight across rows;
   // warp32nvpipe4: 4-vector chunks (2 KB per warp), groups of 4 warps under a 96-register cap (92
