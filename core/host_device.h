@@ -22,4 +22,17 @@ class HostDevice final : public DeviceRuntime {
 // A host runtime usable before/without discovery (tests, file loading).
 HostDevice& scratch_host();
 
+// Host memory for tensors and probe buffers, released with std::free. 64-byte aligned (a
+// line, an AVX-512 vector); an allocation of 2 MiB or more is 2 MiB aligned and asked for on
+// transparent huge pages (madvise) when `huge` is set. Why: with 4 KiB pages a stream takes a
+// page walk every 4 KiB, two-level walks under a hypervisor (the CPU probes of
+// devices/cpu/cpu_ceilings.cpp ask for them). `pages`, when given, gets what was asked for in
+// words, for a probe's how line.
+Result<void*> allocate_host_memory(size_t bytes, bool huge, std::string* pages = nullptr);
+
+// Whether tensors on cpu:0 ask for huge pages: only with DNNB_HOST_HUGE_PAGES=1. Off by
+// default: on the GPU machine's VM two interleaved rounds gave no consistent gain (sum f32 and
+// rmsnorm f32 faster, cross_entropy f32 slower; docs/avx512.md, "Sixth round").
+bool host_huge_pages_enabled();
+
 }  // namespace dnnb

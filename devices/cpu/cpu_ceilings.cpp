@@ -10,7 +10,6 @@
 // target attribute (as kernels/avx512 does) and run only when cpu_features() says the CPU
 // and the OS allow them.
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -43,6 +42,7 @@
 #endif
 
 #include "core/ceilings.h"
+#include "core/host_device.h"
 #include "core/registry.h"
 #include "devices/cpu/cpu_features.h"
 
@@ -223,21 +223,15 @@ struct FreeDeleter {
 };
 using HostMemory = std::unique_ptr<char, FreeDeleter>;
 
-// Page-aligned host memory. DRAM stream buffers (`pages` given) are asked for on 2 MiB pages
-// where the kernel grants them (THP "madvise" mode is common): with 4 KiB pages a stream also
-// pays a page walk every 4 KiB, and in VMs the first passes over fresh 4 KiB pages ran up to
-// 40% slower, so two runs differed by more than the 2% target. `pages` then says what was
+// DRAM stream buffers (`pages` given) are asked for on 2 MiB pages (allocate_host_memory,
+// core/host_device.h; cpu:0's tensors only with DNNB_HOST_HUGE_PAGES=1): with 4 KiB pages a
+// stream also pays a page walk every 4 KiB, and in VMs the first passes over fresh 4 KiB pages
+// ran up to 40% slower, so two runs differed by more than the 2% target. `pages` says what was
 // asked for, for the how line.
 Result<HostMemory> allocate(size_t bytes, std::string* pages = nullptr) {
-  const size_t align = pages ? size_t(2) << 20 : 4096;
-  const size_t rounded = (bytes + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
-  if (!p) return Status::error("cannot allocate " + format_mib(bytes) + " of host memory");
-  if (pages && madvise(p, rounded, MADV_HUGEPAGE) == 0)
-    *pages = "2 MiB pages requested";
-  else if (pages)
-    *pages = std::string("4 KiB pages (madvise(MADV_HUGEPAGE): ") + std::strerror(errno) + ")";
-  return HostMemory(static_cast<char*>(p));
+  auto p = allocate_host_memory(bytes, pages != nullptr, pages);
+  if (!p) return Status::error("cannot allocate " + format_mib(bytes) + " of host memory: " + p.status().message);
+  return HostMemory(static_cast<char*>(*p));
 }
 
 // The last-level cache of the whole machine: the size of the highest-level data/unified cache
