@@ -13,10 +13,10 @@
 //    otherwise it writes (m, s) for its chunk. Bytes: the logits once (the minimum), 4-8 per row.
 //    Expected ~85-90% of copy bandwidth for C >= 4K (bf16 is close to the exp throughput limit:
 //    one expf per 2 bytes read).
-//  - ce_stats_pipe (the default; the variant "pipe" until its H200 run): persistent warps with
-//    the next chunk in flight in registers (cross_entropy_pipe.cuh).
-//  - ce_stats_tma (the variant "pipe_tma"): the same warps with their chunks in shared-memory
-//    rings filled by bulk copies (cross_entropy_tma.cuh).
+//  - ce_stats_pipe (the f32 default, variant "pipe"): persistent warps with the next chunk in
+//    flight in registers (cross_entropy_pipe.cuh).
+//  - ce_stats_tma (the bf16 default since session 16, variant "pipe_tma"): the same warps with
+//    their chunks in shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
 //  - ce_mean: one block sums the row losses in a fixed order (threads stride rows, then a
 //    block tree) and counts kept rows: deterministic, no float atomics. With chunks it first
 //    merges each row's (m, s) (a warp per row).
@@ -147,11 +147,14 @@ enum class CePlan {
   pipe_pred,  // as pipe with the predicated loads on every shape (no exact form for whole chunks)
   pipe_tma,   // ce_stats_tma_kernel (cross_entropy_tma.cuh) for rows of whole 4 KB chunks, else
               // as pipe
+  by_dtype,   // the default ("" variant; session 16): pipe_tma for bf16 (73.0-73.4 us against pipe's
+              // 74.1 at 16384 x 8192, three rounds on the H200), pipe for f32 (133.0 against 131.6)
 };
 
 template <typename T>
 Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) {
   constexpr int W = kVec<T>;
+  if (plan == CePlan::by_dtype) plan = sizeof(T) == 2 ? CePlan::pipe_tma : CePlan::pipe;
   if (plan == CePlan::pipe_tma) {
     auto launched = try_launch_ce_tma<T>(device, a);
     if (!launched) return launched.status();
@@ -255,13 +258,15 @@ bool register_cross_entropy(const char* variant, CePlan plan) {
       [plan](OpCall& call) { return run_cross_entropy(call, plan); }, check_cross_entropy);
 }
 
-// "": ce_stats_pipe_kernel (persistent warps, the next chunk in flight while folding the current
-// one) for many aligned rows, other shapes as "warp" (the variant "pipe" until its H200 run).
+// "": "pipe_tma" for bf16, "pipe" for f32 (session 16). "pipe": ce_stats_pipe_kernel (persistent
+// warps, the next chunk in flight while folding the current one) for many aligned rows, other
+// shapes as "warp" (the default for both dtypes from 2026-11-21 to session 16).
 // "warp": a warp per row when there are many rows (ce_use_warp_rows), bf16 with the
 // 2-instruction exp; other shapes take the block kernel. "warp_expf": the same with expf for
 // bf16 too (f32 is identical to "warp"). "block": the default before 2026-11-21 (block per row,
 // expf).
-DNNB_REGISTER(register_cross_entropy("", CePlan::pipe));
+DNNB_REGISTER(register_cross_entropy("", CePlan::by_dtype));
+DNNB_REGISTER(register_cross_entropy("pipe", CePlan::pipe));
 DNNB_REGISTER(register_cross_entropy("warp", CePlan::warp));
 DNNB_REGISTER(register_cross_entropy("warp_expf", CePlan::warp_expf));
 DNNB_REGISTER(register_cross_entropy("block", CePlan::block));

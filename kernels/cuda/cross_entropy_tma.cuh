@@ -1,10 +1,10 @@
-// The bulk-copy (TMA) form of the persistent-warp cross_entropy kernel: the variant "pipe_tma" of
-// cross_entropy.cu. Same row stream, fold and mean as ce_stats_pipe_kernel (cross_entropy_pipe.cuh);
-// only where a chunk waits differs. H200, bf16 16384 x 8192, against the default (the register
-// kernel) in the same runs (session 15, three calls): 73.9-74.5 us against 74.4-75.2, from 0.9%
-// faster to equal (the last call: 74.46-74.51 against 74.40-74.49); f32 133.0 against 131.6.
-// Not the default: no check problem wrapped a warp's ring before session 15 ended (the bench did,
-// unchecked); 2500x4096 now does (suites/ops/op_common.cpp) and must pass on the H200 first.
+// The bulk-copy (TMA) form of the persistent-warp cross_entropy kernel: the bf16 default of
+// cross_entropy.cu since session 16 (variant "pipe_tma"). Same row stream, fold and mean as
+// ce_stats_pipe_kernel (cross_entropy_pipe.cuh); only where a chunk waits differs. H200, bf16
+// 16384 x 8192, against the register kernel in the same runs: session 15 (three calls) 73.9-74.5
+// us against 74.4-75.2; session 16 (three rounds) 72.96-73.37 against 74.05-74.13. f32 stays on
+// the register kernel (133.0 against 131.6). Checked on the H200 in session 16 with 2500x4096
+// (suites/ops/op_common.cpp), whose rows make warps wrap their rings.
 //
 // Why: ce_stats_pipe_kernel is latency-bound (Nsight Compute, H200, session 13: long_sb 44% of
 // the stalls). Each warp holds one 4 KB chunk in flight in registers while it folds the other,
