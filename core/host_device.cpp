@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <string>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>

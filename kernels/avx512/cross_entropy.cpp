@@ -35,16 +35,15 @@ struct ExpTableSums {
 // e^(x_j) one gather from bf16_exp_table, where the default takes a max pass and then ~15
 // vector uops of exponential per 16 logits (exp_row). Order does not matter in a sum and a
 // max: 32 logits per 64-byte load, even ones by an AND and odd ones by a shift. The row comes
-// from DRAM in this pass, so the loop prefetches 4 KiB ahead in it (the default prefetches the
-// next row during its exponential pass instead). Not yet timed or checked on a CPU with
+// from DRAM in this pass, so the loop prefetches `ahead` of its reads as the elementwise ops do
+// (eltwise_ahead_bytes; the default prefetches the next row during its exponential pass instead). Not yet timed or checked on a CPU with
 // AVX-512 (session 16 wrote it after its device time ran out): docs/avx512.md, "Sixth round".
-DNNB_AVX512 ExpTableSums exp_table_sums(const uint16_t* x, int64_t n, const float* table) {
+DNNB_AVX512 ExpTableSums exp_table_sums(const uint16_t* x, int64_t n, const float* table, const Ahead& ahead) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi32(0xffff);
-  constexpr int64_t kAhead = 4096 / sizeof(uint16_t);
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    if (i + kAhead < n) _mm_prefetch(reinterpret_cast<const char*>(x + i + kAhead), _MM_HINT_T0);
+    if (ahead.bytes > 0) fetch_ahead(x, i, ahead, 32);
     const __m512i w = _mm512_loadu_si512(x + i);
     const __m512 e0 = _mm512_i32gather_ps(_mm512_and_si512(w, low), table, 4);
     const __m512 e1 = _mm512_i32gather_ps(_mm512_srli_epi32(w, 16), table, 4);
@@ -89,7 +88,7 @@ Status run_cross_entropy(OpCall& call) {
         // and the largest term is far from underflow: then the terms that underflow (x < -87)
         // are below 2^-66 of the sum. Other rows (logits past ~+80 or all below ~-41, a NaN)
         // take the default's path.
-        const ExpTableSums t = exp_table_sums(row, cols, table);
+        const ExpTableSums t = exp_table_sums(row, cols, table, ahead_of(*x, r, 0, cols, eltwise_ahead_bytes));
         if (t.max_e >= 0x1p-60f && t.sum < INFINITY) {
           loss[r] = std::log(t.sum) - picked(r);
           return;
