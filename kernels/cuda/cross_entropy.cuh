@@ -22,7 +22,7 @@ struct CeArgs {
   int64_t chunk = 0;           // columns per block, a multiple of kVec<T>
   float* row_loss = nullptr;   // [rows] when splits == 1
   float2* partials = nullptr;  // [rows * splits] when splits > 1; the pipe kernel: per warp
-  unsigned* done = nullptr;    // the pipe kernel: blocks finished (grid_done_counter)
+  unsigned* done = nullptr;    // the pipe kernel: blocks finished (grid_counters)
   T* loss = nullptr;           // the 0-d output
 };
 

@@ -3,11 +3,16 @@
 //   0                                                  for ignored rows,
 // with kept = the number of rows whose target is not ignore_index. f32 and bf16.
 //
-// Kernels: ce_count_kept (one block counts kept rows into 4 bytes of scratch: exact integers,
-// deterministic; the default's softmax kernel is launched to overlap it, session 13), then the
-// row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy
-// epilogue: rows held in registers up to 16K classes or in shared memory up to 51200 classes
-// (logits read once, dlogits written once); longer rows read the logits twice.
+// Kernels: the row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy epilogue:
+// rows held in registers up to 16K classes or in shared memory up to 51200 classes (logits read
+// once, dlogits written once); longer rows read the logits twice.
+// The kept rows: counted inside the pipe kernel (each block its own rows' targets, added with one
+// atomic; the blocks wait for every block's count before their first store, so the launch is
+// cooperative; exact integers, so deterministic) since 2026-11-26, session 17 (H100, 16384 x
+// 8192, three rounds: bf16 205.1-205.2 us against 206.8-206.9 with the count kernel, f32
+// 386.7-386.9 against 388.2-388.4; 1 x 8192 bf16 6.06 against 6.69). The other kernels, and
+// variant "count_kernel", take ce_count_kept first (one block counts the kept rows into 4 bytes
+// of scratch; the pipe kernel is launched to overlap it, session 13).
 // Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel;
 // bf16 in "pipe4"'s shape, or "pipe32"'s on devices with DRAM under 4 TB/s: softmax_plan.h;
 // equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
@@ -52,7 +57,13 @@ __global__ void __launch_bounds__(kCountThreads)
   if (threadIdx.x == 0) *kept = count;
 }
 
-Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan) {
+// How the kept rows are counted: inside the pipe kernel, whose blocks then wait for each other's
+// counts (softmax_rows.cuh, add_block_kept_rows: one launch, not two), wherever the pipe kernel
+// takes the rows; else, and in variant "count_kernel", by ce_count_kept_kernel before the row
+// kernel.
+enum class KeptCount { kernel_before, in_grid };
+
+Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan, KeptCount counting) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto ignore_index = call.problem.get_int("ignore_index", -100);
@@ -71,13 +82,8 @@ Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan) {
         "cuda cross_entropy_bwd: expected logits [N, C], target [N], dlogits [N, C]");
   if (logits.numel() == 0) return Status::ok();
   const CudaDevice& dev = **device;
-  auto kept = StreamScratch::allocate(dev, sizeof(int));
-  if (!kept) return kept.status();
   const int64_t rows = logits.shape[0];
-  ce_count_kept_kernel<<<1, kCountThreads, 0, dev.stream()>>>(
-      data_ptr<int64_t>(target), target.strides[0], rows, *ignore_index, kept->as<int>());
-  DNNB_CUDA_CHECK_LAUNCH();
-  DNNB_TRY(dispatch_float<false>(call.problem.dtype, [&](auto tag) -> Status {
+  return dispatch_float<false>(call.problem.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     SoftmaxArgs<T> a;
     auto xv = make_row_view<T>(logits);
@@ -91,10 +97,21 @@ Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan) {
     a.target = data_ptr<int64_t>(target);
     a.target_stride = target.strides[0];
     a.ignore_index = *ignore_index;
+    if (counting == KeptCount::in_grid && softmax_pipe_fits(a)) {
+      auto counters = grid_counters(dev);
+      if (!counters) return counters.status();
+      a.grid = *counters;
+      return launch_softmax_rows<T>(dev, a, plan);
+    }
+    auto kept = StreamScratch::allocate(dev, sizeof(int));
+    if (!kept) return kept.status();
+    ce_count_kept_kernel<<<1, kCountThreads, 0, dev.stream()>>>(a.target, a.target_stride, rows,
+                                                                a.ignore_index, kept->as<int>());
+    DNNB_CUDA_CHECK_LAUNCH();
     a.kept_rows = kept->as<int>();
-    return launch_softmax_rows<T>(dev, a, plan);
-  }));
-  return kept->release();
+    DNNB_TRY(launch_softmax_rows<T>(dev, a, plan));
+    return kept->release();
+  });
 }
 
 Status check_cross_entropy_bwd(const Problem& problem) {
@@ -102,10 +119,11 @@ Status check_cross_entropy_bwd(const Problem& problem) {
   return ignore_index ? Status::ok() : ignore_index.status();
 }
 
-bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan) {
+bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan,
+                                KeptCount counting = KeptCount::in_grid) {
   return register_cuda(
       "cross_entropy_bwd", variant, {DType::f32, DType::bf16},
-      [plan](OpCall& call) { return run_cross_entropy_bwd(call, plan); },
+      [plan, counting](OpCall& call) { return run_cross_entropy_bwd(call, plan, counting); },
       check_cross_entropy_bwd);
 }
 
@@ -116,6 +134,7 @@ DNNB_REGISTER(register_cross_entropy_bwd("pipe16", SoftmaxPlan::pipe16));
 DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));
 DNNB_REGISTER(register_cross_entropy_bwd("occ_expf", SoftmaxPlan::occ_expf));
 DNNB_REGISTER(register_cross_entropy_bwd("reg2", SoftmaxPlan::reg2));
+DNNB_REGISTER(register_cross_entropy_bwd("count_kernel", SoftmaxPlan::pipe, KeptCount::kernel_before));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -254,7 +254,7 @@ __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& 
 // Every warp writes its (loss sum, kept rows) to a.partials[warp]; each block then counts
 // itself done on a.done, and the block that finishes last sums the partials in warp order
 // (deterministic for a given grid) and writes the loss. That block also puts the counter back
-// to 0 for the next launch: the counter is the device's (grid_done_counter) and launches on the
+// to 0 for the next launch: the counter is the device's (grid_counters) and launches on the
 // device's one stream are ordered, so no launch ever sees another's count.
 template <typename T>
 __device__ __forceinline__ void ce_pipe_mean(const CeArgs<T>& a, float loss_sum, int kept,
@@ -324,13 +324,13 @@ Result<bool> ce_launch_persistent(const CudaDevice& device, CeArgs<T> a,
   if (*per_sm == 0) return false;
   const int64_t grid = std::min<int64_t>(ceil_div(a.rows, kCePipeWarps),
                                          static_cast<int64_t>(*per_sm) * device.sm_count());
-  auto done = grid_done_counter(device);
-  if (!done) return done.status();
+  auto counters = grid_counters(device);
+  if (!counters) return counters.status();
   auto scratch = StreamScratch::allocate(device, sizeof(float2) * grid * kCePipeWarps);
   if (!scratch) return scratch.status();
   a.splits = 1;
   a.partials = scratch->as<float2>();
-  a.done = *done;
+  a.done = &(*counters)->cross_entropy_done;
   kernel<<<static_cast<unsigned>(grid), kBlock, smem, device.stream()>>>(a);  // and the mean
   DNNB_CUDA_CHECK_LAUNCH();
   DNNB_TRY(scratch->release());

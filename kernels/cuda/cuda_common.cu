@@ -58,17 +58,17 @@ Result<cudaMemPool_t> scratch_pool(int ordinal) {
 }
 }  // namespace
 
-Result<unsigned*> grid_done_counter(const CudaDevice& device) {
+Result<GridCounters*> grid_counters(const CudaDevice& device) {
   static std::mutex mutex;
-  static std::map<int, unsigned*> counters;
+  static std::map<int, GridCounters*> counters;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = counters.find(device.ordinal()); it != counters.end()) return it->second;
-  void* counter = nullptr;
-  DNNB_CUDA_TRY(cudaMalloc(&counter, sizeof(unsigned)));
+  void* block = nullptr;
+  DNNB_CUDA_TRY(cudaMalloc(&block, sizeof(GridCounters)));
   // Zeroed in the stream, so any later launch on it sees 0; never freed (the process's).
-  DNNB_CUDA_TRY(cudaMemsetAsync(counter, 0, sizeof(unsigned), device.stream()));
-  counters[device.ordinal()] = static_cast<unsigned*>(counter);
-  return static_cast<unsigned*>(counter);
+  DNNB_CUDA_TRY(cudaMemsetAsync(block, 0, sizeof(GridCounters), device.stream()));
+  counters[device.ordinal()] = static_cast<GridCounters*>(block);
+  return static_cast<GridCounters*>(block);
 }
 
 Result<StreamScratch> StreamScratch::allocate(const CudaDevice& device, size_t bytes) {

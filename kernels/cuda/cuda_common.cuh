@@ -399,10 +399,21 @@ class StreamScratch {
   cudaStream_t stream_ = nullptr;
 };
 
-// A zeroed device counter, one per device, allocated on first use and kept for the process: for
-// kernels whose last block finishes a reduction ("last block done"), which must put it back to 0
-// before they end. Its users launch only on the device's stream, so launches never overlap on it.
-Result<unsigned*> grid_done_counter(const CudaDevice& device);
+// Zeroed device counters, one set per device, allocated on first use and kept for the process:
+// for kernels whose blocks meet through global atomics (the last block finishes a reduction, or
+// every block waits for a grid-wide count). Each user puts its fields back to 0 before its kernel
+// ends; users launch only on the device's stream without overlap (no programmatic dependent
+// launch), so no launch sees another's counts. One field per user, so that a launch of one op
+// never meets another op's counts.
+struct GridCounters {
+  unsigned cross_entropy_done = 0;      // cross_entropy_pipe.cuh: blocks finished
+  unsigned cross_entropy_bwd_done = 0;  // softmax_rows.cuh, grid count: blocks finished
+  // softmax_rows.cuh, grid count: blocks arrived << 40 | kept rows counted so far, one 64-bit
+  // atomic per block so that a block that sees every arrival also sees every count.
+  unsigned long long cross_entropy_bwd_kept = 0;
+};
+inline constexpr int kGridArrivalShift = 40;
+Result<GridCounters*> grid_counters(const CudaDevice& device);
 
 // Registers one CUDA implementation; `extra` adds op-specific checks to supports().
 bool register_cuda(std::string op, std::string variant, std::initializer_list<DType> dtypes,

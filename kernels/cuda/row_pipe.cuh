@@ -128,21 +128,26 @@ inline Result<int> pipe_blocks_per_sm(const CudaDevice& device, const void* kern
   return blocks;
 }
 
+// How launch_persistent_rows launches: `overlap_prior`, a programmatic dependent launch
+// (cuda_common.cuh, wait_for_prior_grid), for a kernel that waits before it reads what the prior
+// kernel wrote; `cooperative`, a cooperative launch, for a kernel whose blocks wait for each other
+// (every block resident at once, or the launch fails with an error instead of hanging).
+enum class PersistentLaunch { plain, overlap_prior, cooperative };
+
 // Launches `kernel(a)` as persistent blocks of `block` threads, one row per block at a time:
 // as many blocks per SM as fit with `smem` bytes of dynamic shared memory (pipe_blocks_per_sm),
 // at most one per row. False, nothing launched, when no block fits (the caller takes another
-// kernel). overlap_prior: a programmatic dependent launch (cuda_common.cuh,
-// wait_for_prior_grid), for a kernel that waits before it reads what the prior kernel wrote.
+// kernel).
 template <typename Kernel, typename Args>
 Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int block, int smem,
                                     int max_smem, int64_t rows, const Args& a,
-                                    bool overlap_prior = false) {
+                                    PersistentLaunch how = PersistentLaunch::plain) {
   auto per_sm =
       pipe_blocks_per_sm(device, reinterpret_cast<const void*>(kernel), block, smem, max_smem);
   if (!per_sm) return per_sm.status();
   if (*per_sm == 0) return false;
   const int64_t grid = std::min<int64_t>(rows, static_cast<int64_t>(*per_sm) * device.sm_count());
-  if (!overlap_prior) {
+  if (how == PersistentLaunch::plain) {
     kernel<<<static_cast<unsigned>(grid), block, smem, device.stream()>>>(a);
     DNNB_CUDA_CHECK_LAUNCH();
     return true;
@@ -152,10 +157,15 @@ Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int
   config.blockDim = dim3(static_cast<unsigned>(block));
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = device.stream();
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &overlap;
+  cudaLaunchAttribute attribute{};
+  if (how == PersistentLaunch::overlap_prior) {
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+  } else {
+    attribute.id = cudaLaunchAttributeCooperative;
+    attribute.val.cooperative = 1;
+  }
+  config.attrs = &attribute;
   config.numAttrs = 1;
   DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a));
   return true;

@@ -57,6 +57,10 @@ struct SoftmaxArgs {
   int64_t target_stride = 0;
   int64_t ignore_index = 0;
   const int* kept_rows = nullptr;  // device count of rows whose target is not ignore_index
+  // Or, the pipe kernel only (cross_entropy_bwd's default): the kernel counts the kept rows
+  // itself, each block its own rows', and the blocks meet on these counters
+  // (add_block_kept_rows, kept_rows_of_grid).
+  GridCounters* grid = nullptr;
   // launch shape
   int group = 32;              // threads per row (registers kernel)
   int64_t splits = 1;          // blocks per row (long kernel)
@@ -113,6 +117,52 @@ __device__ __forceinline__ void store_probs(T* y_row, const SoftmaxArgs<T>& a, I
 #pragma unroll
   for (int k = 0; k < kVec<T>; ++k) o[k] = (e[k] * inv_sum - (c + k == target ? 1.f : 0.f)) * scale;
   store_vec<T, I>(y_row, a.y, c, end, o);
+}
+
+// cross_entropy_bwd in the pipe kernel with a.grid (no count kernel before it): the block counts
+// the kept rows among its own (blockIdx.x, + gridDim.x, ...), while its first rows' copies are in
+// flight, and adds the count and its arrival to a.grid in one 64-bit atomic.
+template <typename T>
+__device__ __forceinline__ void add_block_kept_rows(const SoftmaxArgs<T>& a, unsigned (&slots)[32]) {
+  unsigned n = 0;
+  for (int64_t r = blockIdx.x + static_cast<int64_t>(threadIdx.x) * gridDim.x; r < a.rows;
+       r += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    n += a.target[r * a.target_stride] != a.ignore_index;
+  n = __reduce_add_sync(0xffffffffu, n);
+  if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = n;
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  n = threadIdx.x < blockDim.x / 32 ? slots[threadIdx.x] : 0u;
+  n = __reduce_add_sync(0xffffffffu, n);
+  if (threadIdx.x == 0) atomicAdd(&a.grid->cross_entropy_bwd_kept, (1ull << kGridArrivalShift) | n);
+}
+
+// The grid's kept rows, once every block has added its count (the launch is cooperative, so every
+// block is resident and arrives); thread 0 waits and shares the count through `shared`.
+template <typename T>
+__device__ __forceinline__ float kept_rows_of_grid(const SoftmaxArgs<T>& a, unsigned& shared) {
+  if (threadIdx.x == 0) {
+    unsigned long long v;
+    while (true) {
+      asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(&a.grid->cross_entropy_bwd_kept) : "memory");
+      if ((v >> kGridArrivalShift) >= gridDim.x) break;
+      __nanosleep(32);
+    }
+    shared = static_cast<unsigned>(v & ((1ull << kGridArrivalShift) - 1));
+  }
+  __syncthreads();
+  return static_cast<float>(shared);
+}
+
+// After the block's last row: the last block to finish puts a.grid's fields back to 0 for the
+// next launch (every block has read the count by then: each reads it before its first store).
+template <typename T>
+__device__ __forceinline__ void release_grid_counts(const SoftmaxArgs<T>& a) {
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(&a.grid->cross_entropy_bwd_done, 1u) == gridDim.x - 1) {
+    a.grid->cross_entropy_bwd_kept = 0;
+    a.grid->cross_entropy_bwd_done = 0;
+  }
 }
 
 // The max of a thread's z, in four independent chains (max is exact, so any order gives the
@@ -297,6 +347,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     pipe_copy_row<T, VPT, kExact>(stages + s * stage_elems, r < a.rows ? a.x.row(r) : nullptr, t,
                                   group, cols);
   }
+  __shared__ unsigned kept_slots[32];
+  if constexpr (kTarget) {
+    if (a.grid != nullptr) add_block_kept_rows(a, kept_slots);
+  }
   int cur = 0;     // stage of `row`
   int parity = 0;  // scratch slots of this row (16-bit)
   // cross_entropy_bwd: each row's target is loaded a row ahead, and 1 / kept once per block
@@ -317,8 +371,12 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
       // first row's reductions: after them (just before the first store) the default (pipe4)
       // took 151.5-151.9 us against 148.3-148.4 (A/B, H200, session 15).
       if (row == blockIdx.x) {
-        wait_for_prior_grid();
-        inv_kept = 1.f / static_cast<float>(*a.kept_rows);
+        if (a.grid != nullptr) {
+          inv_kept = 1.f / kept_rows_of_grid(a, kept_slots[0]);
+        } else {
+          wait_for_prior_grid();
+          inv_kept = 1.f / static_cast<float>(*a.kept_rows);
+        }
       }
       out = target_row == a.ignore_index ? RowOutput{-1, 0.f} : RowOutput{target_row, inv_kept};
     }
@@ -434,15 +492,24 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     }
     cur = next_stage<S>(cur);
   }
+  if constexpr (kTarget) {
+    if (a.grid != nullptr) release_grid_counts(a);
+  }
+}
+
+// Whether softmax_pipe_kernel takes rows of `a` (try_launch_softmax_pipe; cross_entropy_bwd asks
+// before it chooses how to count the kept rows): 1025..kSoftmaxPipeMaxCols columns in whole
+// 16-byte vectors.
+template <typename T>
+bool softmax_pipe_fits(const SoftmaxArgs<T>& a) {
+  return a.cols > 32 * 32 && a.cols <= kSoftmaxPipeMaxCols && a.cols % kVec<T> == 0 && a.x.vec;
 }
 
 // Launches softmax_pipe_kernel when `a` fits it (see there); false: nothing launched.
 template <typename T, typename Shape>
 Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs<T>& a) {
-  constexpr int W = kVec<T>;
   constexpr int S = Shape::kStages;
-  if (a.cols <= 32 * 32 || a.cols > kSoftmaxPipeMaxCols || a.cols % W != 0 || !a.x.vec)
-    return false;
+  if (!softmax_pipe_fits(a)) return false;
   const int block = static_cast<int>(round_up(ceil_div(a.cols, Shape::kEpt), 32));
   const int smem = S * block * Shape::kEpt * static_cast<int>(sizeof(T));
   const int max_smem = S * Shape::kThreads * Shape::kEpt * static_cast<int>(sizeof(T));
@@ -450,9 +517,13 @@ Result<bool> try_launch_softmax_pipe(const CudaDevice& device, const SoftmaxArgs
   // count and the launch gap hide behind the first rows' copies. Nsight Compute on the H200,
   // session 7: the bf16 kernel took 142.6 us of the op's 150. With the overlap (session 13,
   // 16384 x 8192 bf16): 149.4 and 148.8 us in two calls, against 150.2 in session 12.
-  const bool overlap_prior = a.kept_rows != nullptr;
+  // With a.grid instead (the default since session 17), no count kernel: the blocks count and
+  // wait for each other, so the launch is cooperative.
+  const PersistentLaunch how = a.grid != nullptr        ? PersistentLaunch::cooperative
+                               : a.kept_rows != nullptr ? PersistentLaunch::overlap_prior
+                                                        : PersistentLaunch::plain;
   const auto launch = [&](auto kernel) {
-    return launch_persistent_rows(device, kernel, block, smem, max_smem, a.rows, a, overlap_prior);
+    return launch_persistent_rows(device, kernel, block, smem, max_smem, a.rows, a, how);
   };
   constexpr bool kFast = sizeof(T) == 2;  // 16-bit: the 2-instruction exp, as the default
   // The softmax path stores whole vectors of y: its rows must be 16-byte aligned too.
@@ -593,6 +664,8 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
                                                     : try_launch_softmax_pipe<T, RowPipe32x3>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
+    if (a.grid != nullptr)  // the other kernels read kept_rows (row_output)
+      return Status::error("cuda cross_entropy_bwd: the grid-count pipe kernel did not launch (no block fits)");
     plan = SoftmaxPlan::occ;
   }
   const int64_t want_blocks = 2LL * device.sm_count();
