@@ -32,5 +32,18 @@ TEST(SoftmaxPlan, F32AndNamedVariantsDoNotDependOnTheDevice) {
   }
 }
 
+// cross_entropy_bwd counts its kept rows inside the pipe kernel only when the plan runs it: a
+// variant of another kernel (occ, reg2) counted that way read a null count (session 17).
+TEST(SoftmaxPlan, PipePlansAreTheOnesThatRunThePipeKernel) {
+  for (auto pipe : {SoftmaxPlan::pipe, SoftmaxPlan::pipe32, SoftmaxPlan::pipe4, SoftmaxPlan::pipe16,
+                    SoftmaxPlan::pipe16s3, SoftmaxPlan::pipe16s4})
+    EXPECT_TRUE(is_pipe_plan(pipe));
+  for (auto other : {SoftmaxPlan::occ, SoftmaxPlan::occ_expf, SoftmaxPlan::reg2, SoftmaxPlan::smem,
+                     SoftmaxPlan::two_pass})
+    EXPECT_FALSE(is_pipe_plan(other));
+  for (double bw : {0.0, kH100, kH200})
+    for (size_t bytes : {2, 4}) EXPECT_TRUE(is_pipe_plan(resolve_softmax_plan(SoftmaxPlan::pipe, bytes, true, bw)));
+}
+
 }  // namespace
 }  // namespace dnnb::cuda_kernels

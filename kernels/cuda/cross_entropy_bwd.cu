@@ -97,7 +97,7 @@ Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan, KeptCount counting)
     a.target = data_ptr<int64_t>(target);
     a.target_stride = target.strides[0];
     a.ignore_index = *ignore_index;
-    if (counting == KeptCount::in_grid && softmax_pipe_fits(a)) {
+    if (counting == KeptCount::in_grid && is_pipe_plan(plan) && softmax_pipe_fits(a)) {
       auto counters = grid_counters(dev);
       if (!counters) return counters.status();
       a.grid = *counters;

@@ -27,6 +27,13 @@ enum class SoftmaxPlan {
   pipe16s4,  // as pipe16 with 4 stages (RowPipe16x2s4: the f32 softmax default since session 6)
 };
 
+// Whether `plan` runs softmax_pipe_kernel where the rows fit it (the pipe plans; the others never
+// do). cross_entropy_bwd counts its kept rows inside that kernel only (softmax_rows.cuh).
+inline bool is_pipe_plan(SoftmaxPlan plan) {
+  return plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
+         plan == SoftmaxPlan::pipe16 || plan == SoftmaxPlan::pipe16s3 || plan == SoftmaxPlan::pipe16s4;
+}
+
 // Devices whose DRAM is at least this fast (theoretical, 2 x memory clock x bus width) take the
 // launch shapes tuned on the H200 (4.81 TB/s); slower ones take the H100's (3.35 TB/s). On the
 // H200 more resident rows win: the bytes in flight must cover 1.4x the H100's rate with the same

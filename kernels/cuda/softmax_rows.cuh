@@ -348,8 +348,16 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
                                   group, cols);
   }
   __shared__ unsigned kept_slots[32];
+  float inv_kept = 0.f;
   if constexpr (kTarget) {
-    if (a.grid != nullptr) add_block_kept_rows(a, kept_slots);
+    // The grid's count, while the first rows' copies are in flight. Waited for here, not at the
+    // first row inside the loop as the count kernel's wait is: there the wait's code made the
+    // bf16 32 x 4 kernel (the H200's default shape) spill 32 bytes to the stack in the row loop,
+    // and the op took 156.6-156.9 us against 148.5 (H200, session 17, call 5).
+    if (a.grid != nullptr) {
+      add_block_kept_rows(a, kept_slots);
+      inv_kept = 1.f / kept_rows_of_grid(a, kept_slots[0]);
+    }
   }
   int cur = 0;     // stage of `row`
   int parity = 0;  // scratch slots of this row (16-bit)
@@ -357,7 +365,6 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   // after the wait for the count kernel (row_output's wait and two dependent loads on every row
   // were a latency chain per row that only other blocks' work could hide).
   int64_t t_next = kTarget && blockIdx.x < a.rows ? a.target[blockIdx.x * a.target_stride] : -1;
-  float inv_kept = 0.f;
   for (int64_t row = blockIdx.x; row < a.rows; row += step) {
     const int64_t ahead = row + (S - 1) * step;
     const int fill = cur == 0 ? S - 1 : cur - 1;  // the stage the previous row used
@@ -370,13 +377,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
       // As row_output: kept_rows comes from the overlapped kernel. Waited for here, before the
       // first row's reductions: after them (just before the first store) the default (pipe4)
       // took 151.5-151.9 us against 148.3-148.4 (A/B, H200, session 15).
-      if (row == blockIdx.x) {
-        if (a.grid != nullptr) {
-          inv_kept = 1.f / kept_rows_of_grid(a, kept_slots[0]);
-        } else {
-          wait_for_prior_grid();
-          inv_kept = 1.f / static_cast<float>(*a.kept_rows);
-        }
+      if (row == blockIdx.x && a.grid == nullptr) {
+        wait_for_prior_grid();
+        inv_kept = 1.f / static_cast<float>(*a.kept_rows);
       }
       out = target_row == a.ignore_index ? RowOutput{-1, 0.f} : RowOutput{target_row, inv_kept};
     }
@@ -655,8 +658,11 @@ Status launch_softmax_rows(const CudaDevice& device, SoftmaxArgs<T> a, SoftmaxPl
   constexpr int W = kVec<T>;
   if (a.rows == 0 || a.cols == 0) return Status::ok();
   plan = resolve_softmax_plan(plan, sizeof(T), a.target != nullptr, device.dram_peak_bytes_per_s());
-  if (plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
-      plan == SoftmaxPlan::pipe16 || plan == SoftmaxPlan::pipe16s3 || plan == SoftmaxPlan::pipe16s4) {
+  // cross_entropy_bwd: the kept-row count comes from the count kernel (kept_rows), or, for the
+  // pipe kernel only, from inside it (grid); anything else would read a null count.
+  if (a.target != nullptr && (a.grid != nullptr ? !is_pipe_plan(plan) || !softmax_pipe_fits(a) : a.kept_rows == nullptr))
+    return Status::error("cuda cross_entropy_bwd: no kept-row count for this kernel (internal)");
+  if (is_pipe_plan(plan)) {
     auto launched = plan == SoftmaxPlan::pipe4      ? try_launch_softmax_pipe<T, RowPipe32x4>(device, a)
                     : plan == SoftmaxPlan::pipe16   ? try_launch_softmax_pipe<T, RowPipe16x2>(device, a)
                     : plan == SoftmaxPlan::pipe16s3 ? try_launch_softmax_pipe<T, RowPipe16x2s3>(device, a)
