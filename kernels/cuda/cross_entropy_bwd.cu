@@ -8,9 +8,10 @@
 // once, dlogits written once); longer rows read the logits twice.
 // The kept rows: counted inside the pipe kernel (each block its own rows' targets, added with one
 // atomic; the blocks wait for every block's count before their first store, so the launch is
-// cooperative; exact integers, so deterministic) since 2026-11-26, session 17 (H100, 16384 x
-// 8192, three rounds: bf16 205.1-205.2 us against 206.8-206.9 with the count kernel, f32
-// 386.7-386.9 against 388.2-388.4; 1 x 8192 bf16 6.06 against 6.69). The other kernels, and
+// cooperative; exact integers, so deterministic) since 2026-11-26, session 17. At 16384 x 8192
+// in three rounds: H200 bf16 148.0-148.1 us against session 16's 149.0-149.3, f32 289.3-289.8
+// against 289.9-290.4; H100 bf16 205.1-205.2 against 206.8-206.9 with the count kernel, 1 x
+// 8192 bf16 6.06 against 6.69. The other kernels, and
 // variant "count_kernel", take ce_count_kept first (one block counts the kept rows into 4 bytes
 // of scratch; the pipe kernel is launched to overlap it, session 13).
 // Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel;
