@@ -1,7 +1,7 @@
 // The avx512 `table` variant of the 16-bit unary ops (kernels/avx512/unary.cpp: y looked up in a
 // table of the vector function's results for all 65536 inputs; the bf16 default of gelu,
-// gelu_tanh and silu) against the computed results (the default, or variant `math` where the
-// default looks up): every f16 and bf16 bit pattern, bit for bit (NaN outputs: NaN on both, the
+// gelu_tanh, silu and sigmoid) against the computed results (the default, or variant `math`
+// where the default looks up): every f16 and bf16 bit pattern, bit for bit (NaN outputs: NaN on both, the
 // payload free, as torch leaves it). Two layouts: all codes in one dense tensor, and the codes
 // after the first seven in a tensor whose length is odd (masked heads and tails of the driver).
 #include <gtest/gtest.h>

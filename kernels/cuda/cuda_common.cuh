@@ -409,7 +409,8 @@ struct GridCounters {
   unsigned cross_entropy_done = 0;      // cross_entropy_pipe.cuh: blocks finished
   unsigned cross_entropy_bwd_done = 0;  // softmax_rows.cuh, grid count: blocks finished
   // softmax_rows.cuh, grid count: blocks arrived << 40 | kept rows counted so far, one 64-bit
-  // atomic per block so that a block that sees every arrival also sees every count (rows < 2^40).
+  // atomic per block so that a block that sees every arrival also sees every count (the counts
+  // are 32-bit: rows < 2^32).
   unsigned long long cross_entropy_bwd_kept = 0;
 };
 inline constexpr int kGridArrivalShift = 40;
