@@ -24,13 +24,14 @@
 #include <tuple>
 #include <vector>
 
-#include "core/device.h"
-#include "core/host_device.h"
-#include "core/problem.h"
-#include "core/registry.h"
+#include "tests/backend_runners.h"
 
 namespace dnnb {
 namespace {
+
+using testing::Runner;
+using testing::print_skipped;
+using testing::runners;
 
 constexpr int64_t kIgnore = -100;
 
@@ -60,65 +61,18 @@ Result<double> loss_of(DeviceRuntime& device, const Implementation& impl, DType 
   auto problem = Problem::parse("cross_entropy:" + std::string(dtype_name(dtype)) + ":" + std::to_string(in.rows) + "x" +
                                 std::to_string(in.cols) + ":ignore_index=" + std::to_string(kIgnore));
   if (!problem) return problem.status();
-  auto host_logits = empty_tensor(scratch_host(), dtype, {in.rows, in.cols});
-  auto host_target = empty_tensor(scratch_host(), DType::i64, {in.rows});
-  if (!host_logits) return host_logits.status();
-  if (!host_target) return host_target.status();
-  for (size_t i = 0; i < in.logits.size(); ++i)
-    store_element(host_logits->host_data(), dtype, static_cast<int64_t>(i), in.logits[i]);
-  for (int64_t r = 0; r < in.rows; ++r)
-    static_cast<int64_t*>(host_target->host_data())[r] = in.target[static_cast<size_t>(r)];
-  auto logits = empty_tensor(device, dtype, {in.rows, in.cols});
-  auto target = empty_tensor(device, DType::i64, {in.rows});
-  auto loss = empty_tensor(device, dtype, {});
+  auto logits = testing::device_tensor(device, dtype, {in.rows, in.cols}, in.logits);
   if (!logits) return logits.status();
+  auto target = testing::device_tensor(device, DType::i64, {in.rows},
+                                       std::vector<double>(in.target.begin(), in.target.end()));
   if (!target) return target.status();
+  auto loss = empty_tensor(device, dtype, {});
   if (!loss) return loss.status();
-  DNNB_TRY(copy_tensor(*logits, *host_logits));
-  DNNB_TRY(copy_tensor(*target, *host_target));
   OpCall call{*problem, device, {*logits, *target}, {*loss}};
   DNNB_TRY(impl.run(call));
   auto out = to_host(*loss);
   if (!out) return out.status();
   return load_element(out->host_data(), dtype, 0);
-}
-
-// Every implementation of cross_entropy in `dtype`, paired with each device of its backend's
-// kind here. What a device does not support for `problem` (no device of that kind, no AVX-512,
-// no NVIDIA inline PTX, ...) is added to `skipped` with its reason, which the tests print: a
-// backend is never left out silently.
-struct Runner {
-  DeviceRuntime* device;
-  const Implementation* impl;
-  std::string label;
-};
-
-std::vector<Runner> runners(const Problem& problem, std::vector<std::string>& skipped) {
-  std::vector<Runner> out;
-  for (const Implementation* impl : Registry::instance().implementations_of("cross_entropy")) {
-    if (std::find(impl->dtypes.begin(), impl->dtypes.end(), problem.dtype) == impl->dtypes.end()) continue;
-    const BackendInfo* backend = find_backend(impl->backend);
-    if (backend == nullptr) continue;
-    const std::vector<DeviceRuntime*> devices = DeviceSet::instance().of_kind(backend->device_kind);
-    if (devices.empty())
-      skipped.push_back(impl->label() + ": " + DeviceSet::instance().absence_reason(backend->device_kind));
-    for (DeviceRuntime* device : devices) {
-      const std::string label = impl->label() + "@" + device->info().id;
-      const Status support = impl->supports(problem, *device);
-      if (support.is_ok())
-        out.push_back({device, impl, label});
-      else
-        skipped.push_back(label + " " + problem.to_string() + ": " + support.message);
-    }
-  }
-  return out;
-}
-
-// Prints the skipped pairs once each (their reasons repeat over cases).
-void print_skipped(std::vector<std::string> skipped) {
-  std::sort(skipped.begin(), skipped.end());
-  skipped.erase(std::unique(skipped.begin(), skipped.end()), skipped.end());
-  for (const std::string& line : skipped) std::printf("  skipped: %s\n", line.c_str());
 }
 
 Problem problem_of(DType dtype, int64_t rows, int64_t cols) {
@@ -204,11 +158,7 @@ TEST(CrossEntropyEdges, RowsMatchReference) {
       Input in = clean_input(rows, cols);
       for (int64_t r = 0; r < rows; ++r)
         if (in.target[r] != kIgnore) in.logits[static_cast<size_t>(r * cols + in.target[r])] -= 4.0 * (r % 7);
-      std::vector<uint64_t> rounded(in.logits.size());  // wide enough for any dtype's element
-      for (size_t i = 0; i < in.logits.size(); ++i) {
-        store_element(rounded.data(), dtype, static_cast<int64_t>(i), in.logits[i]);
-        in.logits[i] = load_element(rounded.data(), dtype, static_cast<int64_t>(i));
-      }
+      in.logits = testing::rounded_to(dtype, in.logits);
       double sum = 0.0, kept = 0.0;
       for (int64_t r = 0; r < rows; ++r) {
         if (in.target[r] == kIgnore) continue;

@@ -1,6 +1,7 @@
 // cross_entropy: mean over kept rows of logsumexp(row) - row[target]. Whole rows per thread:
-// the row's max, then sum e^(x - max) from cache (one exponential per element, the next row
-// prefetched meanwhile); rows cut into column chunks: online statistics per chunk, merged in
+// sum e^x in one pass where that is safe (exp_row_unshifted), else the row's max, then sum
+// e^(x - max) from cache (one exponential per element, the next row prefetched meanwhile);
+// rows cut into column chunks: online statistics per chunk, merged in
 // column order. logsumexp = max + log sum. The per-row losses are summed in f64 on the
 // calling thread in row order (deterministic, and n_rows terms would otherwise add
 // ~n_rows/2 ulp). All rows ignored gives NaN, as torch.
@@ -26,7 +27,7 @@ Status run_cross_entropy(OpCall& call) {
   };
   const int64_t cols = x->cols();
   if (plan_row_chunks(rows, cols).chunks == 1) {
-    // Whole rows per task: max pass, then one exponential per element (logits_row_stats).
+    // Whole rows per task: one exponential per element (logits_row_stats).
     parallel_tasks(rows, rows * std::max<int64_t>(cols, 1), [&](int64_t r) {
       if (targets->ignored(r)) return;
       loss[r] = loss_of(r, logits_row_stats<Fmt>(read_span<T>(*x, r, 0, cols, 0), cols, next_row_of(*x, r)));

@@ -1,6 +1,7 @@
 // cross_entropy_bwd: dlogits = (softmax(row) - onehot(target)) / kept for kept rows, 0 for
 // ignored rows (the gradient of the mean loss with grad 1). Whole rows per thread: the row's
-// max, then e^(x - max) and its sum kept in an f32 scratch row, then one write pass in which
+// max, then e^(x - max) and its sum kept in an f32 scratch row (e^x and its sum in one pass
+// where safe: exp_row_unshifted), then one write pass in which
 // the target column gets p - 1 (the next row prefetched into L2 meanwhile: NextRow). Rows
 // cut into column chunks: online statistics, merged, then a write pass recomputing
 // e^(x - max).

@@ -24,7 +24,8 @@ DNNB_AVX512 OnlineSoftmax logits_stats(const typename Fmt::storage* x, int64_t n
   return online_softmax_span(n, PlainLogits<Fmt>{x});
 }
 
-// A whole row (rows >= threads): its max, then the sum of e^(x - max) from cache: one
+// A whole row (rows >= threads): the sum of e^x in one pass where that is safe (most rows:
+// exp_row_unshifted, softmax_row.h), else its max, then the sum of e^(x - max) from cache: one
 // exponential per element, the next row prefetched into L2 meanwhile (exp_row). For bf16
 // the exponentials are of the half tier: the sum's relative error stays below 3e-6, so the
 // loss moves by at most 3e-6 against a tolerance of 2 bf16 eps (1.6e-2) of the loss.

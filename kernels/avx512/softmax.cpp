@@ -1,6 +1,7 @@
 // softmax over the last dim: t = softcap > 0 ? c tanh(x/c) : x; z = scale t + mask;
 // y = e^(z - max z) / sum. Whole rows per thread: z and its max, then e^(z - max) and its
-// sum kept in an f32 scratch row (in cache), then y = e / sum: one exponential per element;
+// sum kept in an f32 scratch row (in cache), then y = e / sum: one exponential per element
+// (without a mask or softcap, e^z and its sum in one pass where safe: exp_row_unshifted);
 // the next row is prefetched into L2 during the exponential pass (NextRow).
 // Rows cut into column chunks (fewer rows than threads): online statistics per chunk
 // (softmax_row.h), merged in column order, then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
@@ -22,6 +23,8 @@ struct SoftmaxLogits {
   const typename Fmt::storage* x;
   const typename Fmt::storage* mask;  // null: no mask
   SoftmaxParams p;
+  // Masked rows hold -inf, which would send every row through exp_row_unshifted and back.
+  static constexpr bool kTryUnshifted = false;
   // z from 16 values of x and of the mask (ignored when there is none), lane for lane.
   DNNB_AVX512_INLINE __m512 z_of(__m512 t, __m512 mask_value) const {
     if (p.softcap > 0)

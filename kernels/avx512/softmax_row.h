@@ -64,6 +64,63 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
   return total;
 }
 
+// Softmax does not depend on a shift of the logits; the max is subtracted only so that e^z
+// can neither overflow nor lose its precision to underflow. For most rows z is in a range
+// where neither happens, so the row is tried first with no shift at all: e = e^z and its sum
+// in one pass, without the max pass before it (~2 uops per 16 columns and one more read of
+// the row from L1/L2) or the subtraction in it, and without the clamp (see below). The result
+// is kept when 1 <= sum <= 2^64 and taken as {max 0, sum}; otherwise (a NaN or an infinite
+// logit, logits past ~44, rows whose every e^z is below ~1/n) the row is redone shifted by its
+// max, as before, so every edge gives what the shifted form gives.
+// Why those bounds suffice:
+// - sum >= 1: an e that falls into the f32 subnormals is off by at most half their spacing,
+//   2^-150 absolute, so e / sum is off by at most 2^-150 (shifted by the max, torch's own e
+//   has that same absolute error, divided by its sum, which is >= 1 too). So y loses nothing
+//   but what the subnormal range of f32 and bf16 cannot hold anyway.
+// - sum <= 2^64: 1/sum (and 1/sum x 1/kept in cross_entropy_bwd, kept < 2^31) stays a normal
+//   f32, so y = e x (1/sum) is rounded as in the shifted form.
+// - No clamp: z past +-2^22 log2 e leaves exp_clamped's rounding shifter, but then gives
+//   only exact 0 (z << 0: 2^n underflows whatever r is) or +inf (z > 88.7, or r so large that
+//   the polynomial overflows), and +inf fails the bound. z = -inf gives NaN (r = -inf + inf),
+//   which fails it too: masked rows take the shifted path.
+// - The exponential's error is relative and does not grow with z except through the
+//   reduction: |n| <= 64 below the upper bound, where half's one-constant ln 2 moves r by
+//   <= 1.3e-7 (avx512_math.h), 20x below its polynomial's error.
+// Lanes outside the tail's mask are not added. Returns false when the row must be redone.
+inline constexpr float kMinUnshiftedSum = 1.0f;
+inline constexpr float kMaxUnshiftedSum = 0x1p64f;
+template <Accuracy A, class ZOf, class Z2>
+DNNB_AVX512_INLINE bool exp_row_unshifted(int64_t n, const ZOf& z_of, const Z2& z2, float* z, const NextRow& next,
+                                          OnlineSoftmax& out) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const Vecs<2> z01 = z2(i, z == nullptr), z23 = z2(i + 32, z == nullptr);
+    const Vecs<4> e = exp_clamped<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});
+    next.fetch(i, 64);
+    if (z != nullptr) {
+      _mm512_storeu_ps(z + i, e.v[0]);
+      _mm512_storeu_ps(z + i + 16, e.v[1]);
+      _mm512_storeu_ps(z + i + 32, e.v[2]);
+      _mm512_storeu_ps(z + i + 48, e.v[3]);
+    }
+    s0 = _mm512_add_ps(s0, e.v[0]);
+    s1 = _mm512_add_ps(s1, e.v[1]);
+    s2 = _mm512_add_ps(s2, e.v[2]);
+    s3 = _mm512_add_ps(s3, e.v[3]);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+    const __m512 e = exp_clamped<A>(Vecs<1>{{z_of(i, m)}}).v[0];
+    if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
+    s0 = _mm512_mask_add_ps(s0, m, s0, e);
+  }
+  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  if (!(sum >= kMinUnshiftedSum && sum <= kMaxUnshiftedSum)) return false;  // NaN fails too
+  out = {0.0f, sum};
+  return true;
+}
+
 // A whole row's statistics with one exponential per element, for rows that fit in cache:
 // the max of z = z_of(...); then e = e^(z - max) (shift 0 when the max is -inf) into the f32
 // array z[0, n), and its sum. Returns {max, sum}; a NaN logit makes the sum NaN (e^(NaN -
@@ -76,6 +133,8 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
 // result is rounded to (half for 16-bit softmax and cross-entropy, full for f32); each caller
 // says why its tolerance allows it.
 // Four vectors per step go through one interleaved exp_v<A, 4> (four dependency chains).
+// ZOf::kTryUnshifted: try the row without the shift first (exp_row_unshifted; then the
+// result is {0, sum of e^z}), and only when that fails take the two passes above.
 template <Accuracy A = Accuracy::full, class ZOf>
 DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, bool keep_z, const NextRow& next) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -94,6 +153,11 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
     }
     return Vecs<2>{{z_of(j, 0xffff), z_of(j + 16, 0xffff)}};
   };
+  // Plain logits (no mask, no softcap) are tried without the shift first (exp_row_unshifted).
+  if constexpr (ZOf::kTryUnshifted) {
+    OnlineSoftmax out;
+    if (exp_row_unshifted<A>(n, z_of, z2, z, next, out)) return out;
+  }
   for (; i + 32 <= n; i += 32) {
     const Vecs<2> zz = z2(i, !keep_z);
     const __m512 z0 = zz.v[0], z1 = zz.v[1];
@@ -153,6 +217,7 @@ template <class Fmt, bool kScaled = false>
 struct PlainLogits {
   const typename Fmt::storage* x;
   float scale = 1;
+  static constexpr bool kTryUnshifted = true;  // exp_row: see exp_row_unshifted
   DNNB_AVX512_INLINE __m512 scaled(__m512 v) const {
     if constexpr (kScaled) return _mm512_mul_ps(v, _mm512_set1_ps(scale));
     return v;
