@@ -53,6 +53,15 @@ inline void print_skipped(std::vector<std::string> skipped) {
   for (const std::string& line : skipped) std::printf("  skipped: %s\n", line.c_str());
 }
 
+// Prints, on one line, the implementation@device pairs that ran (each once).
+inline void print_ran(std::vector<std::string> ran) {
+  std::sort(ran.begin(), ran.end());
+  ran.erase(std::unique(ran.begin(), ran.end()), ran.end());
+  std::string line;
+  for (const std::string& r : ran) line += (line.empty() ? "" : ", ") + r;
+  std::printf("  ran %zu: %s\n", ran.size(), line.c_str());
+}
+
 // A tensor of `dtype` on `device` holding `values` (row-major over `shape`), each rounded to
 // the dtype once.
 inline Result<Tensor> device_tensor(DeviceRuntime& device, DType dtype, const Shape& shape,

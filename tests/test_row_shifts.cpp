@@ -91,8 +91,7 @@ Result<Tensor> run_on(const testing::Runner& runner, const Problem& problem, con
 void expect_rows_match(const std::string& op, ToleranceClass c, bool with_targets,
                        std::vector<double> (*want_of)(const Rows&)) {
   setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
-  std::vector<std::string> skipped;
-  int runs = 0;
+  std::vector<std::string> skipped, ran;
   for (DType dtype : {DType::f32, DType::f16, DType::bf16})
     for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
       const Rows in = shifted_rows(dtype, cols);
@@ -110,7 +109,7 @@ void expect_rows_match(const std::string& op, ToleranceClass c, bool with_target
         const std::string label = runner.label + " " + problem.to_string();
         Result<Tensor> got = run_on(runner, problem, in, with_targets, {in.rows, in.cols});
         ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        ++runs;
+        ran.push_back(runner.impl->label() + "@" + runner.device->info().id);
         const Metrics m = compare_outputs(*got, *expected, tol);
         std::string why;
         EXPECT_TRUE(metrics_pass(m, &why)) << label << ": " << why << " (worst at " << m.worst_coord << ": got "
@@ -118,7 +117,8 @@ void expect_rows_match(const std::string& op, ToleranceClass c, bool with_target
       }
     }
   testing::print_skipped(skipped);
-  EXPECT_GT(runs, 0) << "no implementation ran: the reference at least must";
+  testing::print_ran(ran);
+  EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
 }
 
 TEST(RowShifts, Softmax) {
@@ -140,8 +140,7 @@ TEST(RowShifts, CrossEntropyBackward) {
 // RowsMatchReference (f32 sums: 1e-5; 16-bit: the loss's own rounding and the fast exp).
 TEST(RowShifts, CrossEntropy) {
   setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
-  std::vector<std::string> skipped;
-  int runs = 0;
+  std::vector<std::string> skipped, ran;
   for (DType dtype : {DType::f32, DType::f16, DType::bf16})
     for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
       const Rows in = shifted_rows(dtype, cols);
@@ -160,12 +159,13 @@ TEST(RowShifts, CrossEntropy) {
         const std::string label = runner.label + " " + problem.to_string();
         Result<Tensor> got = run_on(runner, problem, in, true, {});
         ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        ++runs;
+        ran.push_back(runner.impl->label() + "@" + runner.device->info().id);
         EXPECT_NEAR(load_element(got->host_data(), dtype, 0), want, tol) << label;
       }
     }
   testing::print_skipped(skipped);
-  EXPECT_GT(runs, 0) << "no implementation ran: the reference at least must";
+  testing::print_ran(ran);
+  EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
 }
 
 }  // namespace
