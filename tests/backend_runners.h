@@ -4,7 +4,9 @@
 // out silently), and host <-> device tensors from and to doubles.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,14 +55,39 @@ inline void print_skipped(std::vector<std::string> skipped) {
   for (const std::string& line : skipped) std::printf("  skipped: %s\n", line.c_str());
 }
 
-// Prints, on one line, the implementation@device pairs that ran (each once).
-inline void print_ran(std::vector<std::string> ran) {
-  std::sort(ran.begin(), ran.end());
-  ran.erase(std::unique(ran.begin(), ran.end()), ran.end());
-  std::string line;
-  for (const std::string& r : ran) line += (line.empty() ? "" : ", ") + r;
-  std::printf("  ran %zu: %s\n", ran.size(), line.c_str());
-}
+// The implementation@device pairs that ran, with the seconds each took in all (program builds
+// included: a slow pair shows which), printed on one line; a single run over 2 s is printed
+// as it ends.
+class RanPairs {
+ public:
+  // Runs f() and adds its time to `label`'s; `what` names the run if it is slow.
+  template <class F>
+  auto time(const std::string& label, const std::string& what, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto out = f();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds_[label] += s;
+    if (s > kSlowSeconds) {  // now, so a run cut off by a time cap still shows where it was
+      std::printf("  slow: %s %s took %.1fs\n", label.c_str(), what.c_str(), s);
+      std::fflush(stdout);
+    }
+    return out;
+  }
+  bool empty() const { return seconds_.empty(); }
+  void print() const {
+    std::string line;
+    for (const auto& [label, s] : seconds_) {
+      char t[32];
+      std::snprintf(t, sizeof(t), " %.1fs", s);
+      line += (line.empty() ? "" : ", ") + label + t;
+    }
+    std::printf("  ran %zu: %s\n", seconds_.size(), line.c_str());
+  }
+
+ private:
+  static constexpr double kSlowSeconds = 2.0;
+  std::map<std::string, double> seconds_;
+};
 
 // A tensor of `dtype` on `device` holding `values` (row-major over `shape`), each rounded to
 // the dtype once.

@@ -91,7 +91,8 @@ Result<Tensor> run_on(const testing::Runner& runner, const Problem& problem, con
 void expect_rows_match(const std::string& op, ToleranceClass c, bool with_targets,
                        std::vector<double> (*want_of)(const Rows&)) {
   setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
-  std::vector<std::string> skipped, ran;
+  std::vector<std::string> skipped;
+  testing::RanPairs ran;
   for (DType dtype : {DType::f32, DType::f16, DType::bf16})
     for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
       const Rows in = shifted_rows(dtype, cols);
@@ -107,9 +108,9 @@ void expect_rows_match(const std::string& op, ToleranceClass c, bool with_target
       const Problem problem = problem_of(op, dtype, in);
       for (const testing::Runner& runner : testing::runners(problem, skipped)) {
         const std::string label = runner.label + " " + problem.to_string();
-        Result<Tensor> got = run_on(runner, problem, in, with_targets, {in.rows, in.cols});
+        Result<Tensor> got = ran.time(runner.label, problem.to_string(),
+                                      [&] { return run_on(runner, problem, in, with_targets, {in.rows, in.cols}); });
         ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        ran.push_back(runner.impl->label() + "@" + runner.device->info().id);
         const Metrics m = compare_outputs(*got, *expected, tol);
         std::string why;
         EXPECT_TRUE(metrics_pass(m, &why)) << label << ": " << why << " (worst at " << m.worst_coord << ": got "
@@ -117,7 +118,7 @@ void expect_rows_match(const std::string& op, ToleranceClass c, bool with_target
       }
     }
   testing::print_skipped(skipped);
-  testing::print_ran(ran);
+  ran.print();
   EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
 }
 
@@ -140,7 +141,8 @@ TEST(RowShifts, CrossEntropyBackward) {
 // RowsMatchReference (f32 sums: 1e-5; 16-bit: the loss's own rounding and the fast exp).
 TEST(RowShifts, CrossEntropy) {
   setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
-  std::vector<std::string> skipped, ran;
+  std::vector<std::string> skipped;
+  testing::RanPairs ran;
   for (DType dtype : {DType::f32, DType::f16, DType::bf16})
     for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
       const Rows in = shifted_rows(dtype, cols);
@@ -157,14 +159,14 @@ TEST(RowShifts, CrossEntropy) {
       const Problem problem = problem_of("cross_entropy", dtype, in);
       for (const testing::Runner& runner : testing::runners(problem, skipped)) {
         const std::string label = runner.label + " " + problem.to_string();
-        Result<Tensor> got = run_on(runner, problem, in, true, {});
+        Result<Tensor> got = ran.time(runner.label, problem.to_string(),
+                                      [&] { return run_on(runner, problem, in, true, {}); });
         ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        ran.push_back(runner.impl->label() + "@" + runner.device->info().id);
         EXPECT_NEAR(load_element(got->host_data(), dtype, 0), want, tol) << label;
       }
     }
   testing::print_skipped(skipped);
-  testing::print_ran(ran);
+  ran.print();
   EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
 }
 
