@@ -87,39 +87,56 @@ Result<Tensor> run_on(const testing::Runner& runner, const Problem& problem, con
   return to_host(*out);
 }
 
-// Every implementation's output of `op` against `want` (float64, row-major) within tolerance class c.
-void expect_rows_match(const std::string& op, ToleranceClass c, bool with_targets,
-                       std::vector<double> (*want_of)(const Rows&)) {
+// Runs every implementation of `op` on every device here over the shifted rows of each dtype
+// and shape; the output is shaped as the logits (per_element) or 0-d. judge_of(in, dtype) is
+// called once per (dtype, shape) and returns the check of one output: judge(label, got).
+template <class JudgeOf>
+void run_every_implementation(const std::string& op, bool with_targets, bool per_element,
+                              const JudgeOf& judge_of) {
   setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
   std::vector<std::string> skipped;
   testing::RanPairs ran;
   for (DType dtype : {DType::f32, DType::f16, DType::bf16})
     for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
       const Rows in = shifted_rows(dtype, cols);
-      const std::vector<double> want = want_of(in);
-      auto expected = empty_tensor(scratch_host(), DType::f64, {in.rows, in.cols});
-      ASSERT_TRUE(expected.is_ok()) << expected.status().message;
-      double sum_sq = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        store_element(expected->host_data(), DType::f64, static_cast<int64_t>(i), want[i]);
-        sum_sq += want[i] * want[i];
-      }
-      const Tolerance tol = tolerance_for(c, dtype, std::sqrt(sum_sq / static_cast<double>(want.size())));
+      const Shape out_shape = per_element ? Shape{in.rows, in.cols} : Shape{};
+      auto judge = judge_of(in, dtype);
       const Problem problem = problem_of(op, dtype, in);
       for (const testing::Runner& runner : testing::runners(problem, skipped)) {
         const std::string label = runner.label + " " + problem.to_string();
         Result<Tensor> got = ran.time(runner.label, problem.to_string(),
-                                      [&] { return run_on(runner, problem, in, with_targets, {in.rows, in.cols}); });
+                                      [&] { return run_on(runner, problem, in, with_targets, out_shape); });
         ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        const Metrics m = compare_outputs(*got, *expected, tol);
-        std::string why;
-        EXPECT_TRUE(metrics_pass(m, &why)) << label << ": " << why << " (worst at " << m.worst_coord << ": got "
-                                           << m.worst_got << ", expected " << m.worst_expected << ")";
+        judge(label, *got);
       }
     }
   testing::print_skipped(skipped);
   ran.print();
   EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
+}
+
+// Every implementation's output of `op` (shaped as the logits) against `want` (float64,
+// row-major) within tolerance class c.
+void expect_rows_match(const std::string& op, ToleranceClass c, bool with_targets,
+                       std::vector<double> (*want_of)(const Rows&)) {
+  run_every_implementation(op, with_targets, true, [&](const Rows& in, DType dtype) {
+    const std::vector<double> want = want_of(in);
+    auto expected = empty_tensor(scratch_host(), DType::f64, {in.rows, in.cols});
+    EXPECT_TRUE(expected.is_ok()) << expected.status().message;
+    double sum_sq = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (expected.is_ok()) store_element(expected->host_data(), DType::f64, static_cast<int64_t>(i), want[i]);
+      sum_sq += want[i] * want[i];
+    }
+    const Tolerance tol = tolerance_for(c, dtype, std::sqrt(sum_sq / static_cast<double>(want.size())));
+    return [expected, tol](const std::string& label, const Tensor& got) mutable {
+      ASSERT_TRUE(expected.is_ok());
+      const Metrics m = compare_outputs(got, *expected, tol);
+      std::string why;
+      EXPECT_TRUE(metrics_pass(m, &why)) << label << ": " << why << " (worst at " << m.worst_coord << ": got "
+                                         << m.worst_got << ", expected " << m.worst_expected << ")";
+    };
+  });
 }
 
 TEST(RowShifts, Softmax) {
@@ -140,34 +157,21 @@ TEST(RowShifts, CrossEntropyBackward) {
 // The mean loss, logsumexp(row) - row[target], to the tolerance of CrossEntropyEdges'
 // RowsMatchReference (f32 sums: 1e-5; 16-bit: the loss's own rounding and the fast exp).
 TEST(RowShifts, CrossEntropy) {
-  setenv("DNNB_OPENCL_WARP_EMULATE", "1", 1);
-  std::vector<std::string> skipped;
-  testing::RanPairs ran;
-  for (DType dtype : {DType::f32, DType::f16, DType::bf16})
-    for (int64_t cols : {int64_t{8192}, int64_t{257}}) {
-      const Rows in = shifted_rows(dtype, cols);
-      double total = 0;
-      for (int64_t r = 0; r < in.rows; ++r) {
-        const double* x = in.logits.data() + r * in.cols;
-        double m = x[0], s = 0;
-        for (int64_t c = 1; c < in.cols; ++c) m = std::max(m, x[c]);
-        for (int64_t c = 0; c < in.cols; ++c) s += std::exp(x[c] - m);
-        total += m + std::log(s) - x[in.target[r]];
-      }
-      const double want = total / static_cast<double>(in.rows);
-      const double tol = (dtype == DType::f32 ? 1e-5 : 0x1p-8) * std::fabs(want);
-      const Problem problem = problem_of("cross_entropy", dtype, in);
-      for (const testing::Runner& runner : testing::runners(problem, skipped)) {
-        const std::string label = runner.label + " " + problem.to_string();
-        Result<Tensor> got = ran.time(runner.label, problem.to_string(),
-                                      [&] { return run_on(runner, problem, in, true, {}); });
-        ASSERT_TRUE(got.is_ok()) << label << ": " << got.status().message;
-        EXPECT_NEAR(load_element(got->host_data(), dtype, 0), want, tol) << label;
-      }
+  run_every_implementation("cross_entropy", true, false, [](const Rows& in, DType dtype) {
+    double total = 0;
+    for (int64_t r = 0; r < in.rows; ++r) {
+      const double* x = in.logits.data() + r * in.cols;
+      double m = x[0], s = 0;
+      for (int64_t c = 1; c < in.cols; ++c) m = std::max(m, x[c]);
+      for (int64_t c = 0; c < in.cols; ++c) s += std::exp(x[c] - m);
+      total += m + std::log(s) - x[in.target[r]];
     }
-  testing::print_skipped(skipped);
-  ran.print();
-  EXPECT_FALSE(ran.empty()) << "no implementation ran: the reference at least must";
+    const double want = total / static_cast<double>(in.rows);
+    const double tol = (dtype == DType::f32 ? 1e-5 : 0x1p-8) * std::fabs(want);
+    return [want, tol, dtype](const std::string& label, const Tensor& got) {
+      EXPECT_NEAR(load_element(got.host_data(), dtype, 0), want, tol) << label;
+    };
+  });
 }
 
 }  // namespace
