@@ -64,6 +64,40 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
   return total;
 }
 
+// The exponential pass of a row, shared by exp_row (shifted by the max) and exp_row_unshifted:
+// 64 columns per step, z32(j) giving 32 arguments at a time and `exp` taking four vectors at
+// once (four dependency chains), `next` prefetched, e stored to z[] when z is given and summed
+// in four accumulators; then the tail 16 columns at a time through z_tail(i, mask), lanes
+// outside the mask neither stored nor added. Returns the sum.
+template <class Z32, class ZTail, class Exp>
+DNNB_AVX512_INLINE float exp_sum_pass(int64_t n, const Z32& z32, const ZTail& z_tail, const Exp& exp, float* z,
+                                      const NextRow& next) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const Vecs<2> z01 = z32(i), z23 = z32(i + 32);
+    const Vecs<4> e = exp(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});
+    next.fetch(i, 64);
+    if (z != nullptr) {
+      _mm512_storeu_ps(z + i, e.v[0]);
+      _mm512_storeu_ps(z + i + 16, e.v[1]);
+      _mm512_storeu_ps(z + i + 32, e.v[2]);
+      _mm512_storeu_ps(z + i + 48, e.v[3]);
+    }
+    s0 = _mm512_add_ps(s0, e.v[0]);
+    s1 = _mm512_add_ps(s1, e.v[1]);
+    s2 = _mm512_add_ps(s2, e.v[2]);
+    s3 = _mm512_add_ps(s3, e.v[3]);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+    const __m512 e = exp(Vecs<1>{{z_tail(i, m)}}).v[0];
+    if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
+    s0 = _mm512_mask_add_ps(s0, m, s0, e);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
 // Softmax does not depend on a shift of the logits; the max is subtracted only so that e^z
 // can neither overflow nor lose its precision to underflow. For most rows z is in a range
 // where neither happens, so the row is tried first with no shift at all: e = e^z and its sum
@@ -86,36 +120,15 @@ DNNB_AVX512_INLINE OnlineSoftmax online_softmax_span(int64_t n, const ZOf& z_of)
 // - The exponential's error is relative and does not grow with z except through the
 //   reduction: |n| <= 64 below the upper bound, where half's one-constant ln 2 moves r by
 //   <= 1.3e-7 (avx512_math.h), 20x below its polynomial's error.
-// Lanes outside the tail's mask are not added. Returns false when the row must be redone.
+// Returns false when the row must be redone.
 inline constexpr float kMinUnshiftedSum = 1.0f;
 inline constexpr float kMaxUnshiftedSum = 0x1p64f;
 template <Accuracy A, class ZOf, class Z2>
 DNNB_AVX512_INLINE bool exp_row_unshifted(int64_t n, const ZOf& z_of, const Z2& z2, float* z, const NextRow& next,
                                           OnlineSoftmax& out) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const Vecs<2> z01 = z2(i, z == nullptr), z23 = z2(i + 32, z == nullptr);
-    const Vecs<4> e = exp_clamped<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});
-    next.fetch(i, 64);
-    if (z != nullptr) {
-      _mm512_storeu_ps(z + i, e.v[0]);
-      _mm512_storeu_ps(z + i + 16, e.v[1]);
-      _mm512_storeu_ps(z + i + 32, e.v[2]);
-      _mm512_storeu_ps(z + i + 48, e.v[3]);
-    }
-    s0 = _mm512_add_ps(s0, e.v[0]);
-    s1 = _mm512_add_ps(s1, e.v[1]);
-    s2 = _mm512_add_ps(s2, e.v[2]);
-    s3 = _mm512_add_ps(s3, e.v[3]);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
-    const __m512 e = exp_clamped<A>(Vecs<1>{{z_of(i, m)}}).v[0];
-    if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
-    s0 = _mm512_mask_add_ps(s0, m, s0, e);
-  }
-  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  const float sum = exp_sum_pass(
+      n, [&](int64_t j) DNNB_AVX512_LAMBDA { return z2(j, z == nullptr); }, z_of,
+      [](const auto& v) DNNB_AVX512_LAMBDA { return exp_clamped<A>(v); }, z, next);
   if (!(sum >= kMinUnshiftedSum && sum <= kMaxUnshiftedSum)) return false;  // NaN fails too
   out = {0.0f, sum};
   return true;
@@ -177,36 +190,15 @@ DNNB_AVX512_INLINE OnlineSoftmax exp_row(int64_t n, const ZOf& z_of, float* z, b
   OnlineSoftmax out;
   out.max = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
   const __m512 shift = _mm512_set1_ps(out.max == -std::numeric_limits<float>::infinity() ? 0.0f : out.max);
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-  i = 0;
-  for (; i + 64 <= n; i += 64) {
-    auto zv = [&](int64_t j) DNNB_AVX512_LAMBDA {
-      Vecs<2> zz = keep_z ? Vecs<2>{{_mm512_loadu_ps(z + j), _mm512_loadu_ps(z + j + 16)}} : z2(j, z == nullptr);
-      return Vecs<2>{{_mm512_sub_ps(zz.v[0], shift), _mm512_sub_ps(zz.v[1], shift)}};
-    };
-    const Vecs<2> z01 = zv(i), z23 = zv(i + 32);
-    const Vecs<4> e = exp_nonpositive<A>(Vecs<4>{{z01.v[0], z01.v[1], z23.v[0], z23.v[1]}});  // z <= max
-    const __m512 e0 = e.v[0], e1 = e.v[1], e2 = e.v[2], e3 = e.v[3];
-    next.fetch(i, 64);
-    if (z != nullptr) {
-      _mm512_storeu_ps(z + i, e0);
-      _mm512_storeu_ps(z + i + 16, e1);
-      _mm512_storeu_ps(z + i + 32, e2);
-      _mm512_storeu_ps(z + i + 48, e3);
-    }
-    s0 = _mm512_add_ps(s0, e0);
-    s1 = _mm512_add_ps(s1, e1);
-    s2 = _mm512_add_ps(s2, e2);
-    s3 = _mm512_add_ps(s3, e3);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
-    const __m512 zm = keep_z ? _mm512_maskz_loadu_ps(m, z + i) : z_of(i, m);  // e^-inf = 0 outside m
-    const __m512 e = exp_nonpositive<A>(Vecs<1>{{_mm512_sub_ps(zm, shift)}}).v[0];
-    if (z != nullptr) _mm512_mask_storeu_ps(z + i, m, e);
-    s0 = _mm512_mask_add_ps(s0, m, s0, e);
-  }
-  out.sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  auto z32 = [&](int64_t j) DNNB_AVX512_LAMBDA {
+    Vecs<2> zz = keep_z ? Vecs<2>{{_mm512_loadu_ps(z + j), _mm512_loadu_ps(z + j + 16)}} : z2(j, z == nullptr);
+    return Vecs<2>{{_mm512_sub_ps(zz.v[0], shift), _mm512_sub_ps(zz.v[1], shift)}};
+  };
+  auto z_tail = [&](int64_t j, __mmask16 m) DNNB_AVX512_LAMBDA {
+    return _mm512_sub_ps(keep_z ? _mm512_maskz_loadu_ps(m, z + j) : z_of(j, m), shift);  // e^-inf = 0 outside m
+  };
+  out.sum = exp_sum_pass(n, z32, z_tail, [](const auto& v) DNNB_AVX512_LAMBDA { return exp_nonpositive<A>(v); },  // z <= max
+                         z, next);
   return out;
 }
 
