@@ -1,10 +1,11 @@
 // What the tests that run every implementation of an op share (test_cross_entropy_edges.cpp,
 // test_row_shifts.cpp): each implementation paired with each device of its backend's kind on
 // this machine, the pairs that cannot run listed with their reasons (a backend is never left
-// out silently), and host <-> device tensors from and to doubles.
+// out silently), and host <-> device tensors from and to doubles, and a float64 logsumexp.
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -110,6 +111,14 @@ inline std::vector<double> rounded_to(DType dtype, std::vector<double> values) {
     values[i] = load_element(slot.data(), dtype, static_cast<int64_t>(i));
   }
   return values;
+}
+
+// log sum_c e^x[c] over n values, in float64 (shifted by the max): the tests' reference.
+inline double row_logsumexp(const double* x, int64_t n) {
+  double m = x[0], s = 0;
+  for (int64_t c = 1; c < n; ++c) m = std::max(m, x[c]);
+  for (int64_t c = 0; c < n; ++c) s += std::exp(x[c] - m);
+  return m + std::log(s);
 }
 
 }  // namespace dnnb::testing
