@@ -82,7 +82,13 @@ struct KnownDeviation {
 struct Implementation {
   std::string op;
   std::string backend;
-  std::string variant;          // "" for the default
+  // "" for the backend's default implementation of the op; otherwise an alternative, which
+  // check, bench and the gate run only when asked (`--variants all` or by name).
+  std::string variant;
+  // An alternative's one sentence saying when a user would choose it over the default (a
+  // device, shape or accuracy trade-off); `dnnblocks list --variants` prints it. Empty for a
+  // default.
+  std::string when;
   std::vector<DType> dtypes;
   // ok, or unsupported/skipped with the reason (ISA missing, shape not handled...).
   std::function<Status(const Problem&, const DeviceRuntime&)> supports;
@@ -92,6 +98,7 @@ struct Implementation {
   // against (core/ceilings.h): family-1 kernels compute in f32 whatever the storage dtype.
   std::string compute_unit = "f32_fma";
 
+  bool is_default() const { return variant.empty(); }
   std::string label() const { return variant.empty() ? backend : backend + "/" + variant; }
 };
 
