@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,8 @@ TEST(ReportModel, LoadsAndMergesTheSamples) {
   ASSERT_NE(flagged, model.results.end());
   EXPECT_EQ(flagged->params, "eps=1e-6");
   EXPECT_EQ(flagged->problem(), "rmsnorm:bf16:1024x4096:eps=1e-6");
-  ASSERT_TRUE(flagged->sol_percent.has_value());
-  EXPECT_GT(*flagged->sol_percent, 100);
+  ASSERT_TRUE(flagged->bench_sol_percent.has_value());
+  EXPECT_GT(*flagged->bench_sol_percent, 100);  // bench's figure, against DRAM
   ASSERT_EQ(flagged->flags.size(), 1u);
   EXPECT_NE(flagged->flags[0].find("measurement error"), std::string::npos);
 
@@ -211,22 +212,211 @@ TEST(ReportHtml, ZeroResultsSaysSo) {
   EXPECT_EQ(markdown_summary(model).rfind("**dnnblocks report**: no results in empty.json", 0), 0u);
 }
 
-TEST(ReportMarkdown, VerdictFirstThenWorstBestAndFailures) {
+TEST(ReportMarkdown, VerdictFirstThenWorstBestLaunchBoundAndFailures) {
   const ReportModel model = load_samples();
   const std::string summary = markdown_summary(model);
   EXPECT_EQ(summary.rfind("**dnnblocks report**: 31 of 33 cases measured on 4 devices", 0), 0u) << summary;
-  EXPECT_NE(summary.find("Median % of roofline: cuda "), std::string::npos);
+  // One median per bound, and none for the reference.
+  EXPECT_NE(summary.find("Median % of roofline: cuda: DRAM-bound 88.0% (4), launch-bound 71.2% (6); "), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("avx512: DRAM-bound 83.0% (1), cache-bound 6.3% (4)"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("reference: "), std::string::npos);
+  EXPECT_NE(summary.find("The float64 reference is the oracle: listed, not ranked."), std::string::npos);
   const size_t worst = summary.find("### Furthest from the roofline");
   const size_t best = summary.find("### Closest to the roofline");
+  const size_t launch = summary.find("### Launch-bound: furthest from the empty launch");
   const size_t failed = summary.find("### Not measured");
   ASSERT_NE(worst, std::string::npos);
   ASSERT_NE(best, std::string::npos);
+  ASSERT_NE(launch, std::string::npos);
   ASSERT_NE(failed, std::string::npos);
   EXPECT_LT(worst, best);
-  EXPECT_LT(best, failed);
-  // The worst first: the scalar reference at 2.1%.
-  EXPECT_NE(summary.find("| 2.1% | softmax:f32:64x4096@reference:0 |", worst), std::string::npos);
+  EXPECT_LT(best, launch);
+  EXPECT_LT(launch, failed);
+  // The worst first: PoCL's cached softmax against the CPU's cache ceiling (PoCL has no cache
+  // probe), not the scalar reference at 2.1% of DRAM.
+  EXPECT_NE(summary.find("| 2.8% | cache 1.90 TB/s | softmax:f32:256x4096@opencl:0.0 |", worst), std::string::npos);
+  EXPECT_EQ(summary.find("@reference:0 |"), std::string::npos);
+  EXPECT_NE(summary.find("| 64.7% | launch 3.30 \xC2\xB5s | softmax:bf16:64x4096@cuda:0 |", launch), std::string::npos);
+  EXPECT_NE(summary.find("4 float64 reference result(s) are listed on the page but not ranked"), std::string::npos);
   EXPECT_NE(summary.find("AVX512\\_FP16 is not usable", failed), std::string::npos);
+}
+
+// Judging (report_judge.cpp): files made here so that each rule has one case that only it
+// decides.
+std::string probe(const std::string& name, double value, double spread) {
+  return "\"" + name + "\": {\"value\": " + std::to_string(value) + ", \"spread\": " + std::to_string(spread) + "}";
+}
+
+std::string device(const std::string& kind, const std::string& name, const std::string& probes) {
+  return R"({"info": {"kind": ")" + kind + R"(", "name": ")" + name + R"("}, "ceilings": {"measured": {)" + probes + "}}}";
+}
+
+struct TimedCase {
+  std::string backend, device, shape;
+  double median_s, bytes, working_set_bytes, cache_bytes;
+};
+
+std::string timed_result(const TimedCase& c) {
+  char numbers[256];
+  std::snprintf(numbers, sizeof numbers,
+                R"("median_s": %.17g, "bytes": %.17g, "flops": 0, "working_set_bytes": %.17g, "cache_bytes": %.17g)",
+                c.median_s, c.bytes, c.working_set_bytes, c.cache_bytes);
+  const std::string index = c.device.substr(c.device.find(':') + 1);
+  return R"({"case_id": "softmax:f32:)" + c.shape + "@" + c.backend + ":" + index +
+         R"(", "op": "softmax", "dtype": "f32", "shape": ")" + c.shape + R"(", "backend": ")" + c.backend +
+         R"(", "device": ")" + c.device + R"(", "status": "ok", )" + numbers + "}";
+}
+
+const ResultRecord& result_of(const ReportModel& model, const std::string& case_id) {
+  auto it = std::find_if(model.results.begin(), model.results.end(),
+                         [&](const ResultRecord& r) { return r.case_id == case_id; });
+  EXPECT_NE(it, model.results.end()) << case_id;
+  return it == model.results.end() ? model.results.front() : *it;
+}
+
+bool has_warning(const ResultRecord& r, const std::string& text) {
+  const auto warnings = r.warnings();
+  return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+constexpr double kMiB = 1 << 20;
+
+TEST(ReportJudge, AWorkingSetInTheCacheIsJudgedAgainstTheCacheCeiling) {
+  // A CPU whose cached 64x8192 softmax runs at 231% of DRAM: judged against the cache it is 27.7%.
+  const std::string cpu = device("cpu", "CPU", probe("dram_copy_bytes_per_s", 100e9, 0.04) + ", " +
+                                                   probe("dram_read_bytes_per_s", 120e9, 0.02) + ", " +
+                                                   probe("cache_read_bytes_per_s", 1000e9, 0.1));
+  const double small = 6 * kMiB, large = 1536 * kMiB, cache = 32 * kMiB;
+  ReportModel model;
+  ASSERT_TRUE(add_report_text(model,
+                              bench_file(timed_result({"avx512", "cpu:0", "64x8192", small / 277e9, small, small, cache}) + ", " +
+                                             timed_result({"avx512", "cpu:0", "16384x8192", large / 96e9, large, large, cache}) + ", " +
+                                             timed_result({"avx512", "cpu:0", "64x8191", small / 1100e9, small, small, cache}),
+                                         R"({"cpu:0": )" + cpu + "}"),
+                              "cpu.json")
+                  .is_ok());
+  const ResultRecord& cached = result_of(model, "softmax:f32:64x8192@avx512:0");
+  EXPECT_EQ(cached.judged.bound, Bound::cache);
+  ASSERT_TRUE(cached.judged.percent.has_value());
+  EXPECT_NEAR(*cached.judged.percent, 27.7, 1e-6);
+  EXPECT_EQ(cached.judged.roof(), "cache 1.00 TB/s");
+  EXPECT_TRUE(cached.warnings().empty());
+
+  const ResultRecord& dram = result_of(model, "softmax:f32:16384x8192@avx512:0");
+  EXPECT_EQ(dram.judged.bound, Bound::dram);
+  EXPECT_NEAR(*dram.judged.percent, 80, 1e-6);  // against the read stream, the larger DRAM probe
+  EXPECT_EQ(dram.judged.spread, 0.02);
+
+  // Above its ceiling: shown with a flag that says so and gives the probe's spread.
+  const ResultRecord& above = result_of(model, "softmax:f32:64x8191@avx512:0");
+  EXPECT_NEAR(*above.judged.percent, 110, 1e-6);
+  EXPECT_TRUE(has_warning(above, "above the measured cache ceiling (1.00 TB/s, spread \xC2\xB1" "5.0%)")) << above.judged.note;
+  const std::string summary = markdown_summary(model);
+  EXPECT_NE(summary.find("| 110.0% | cache 1.00 TB/s | softmax:f32:64x8191@avx512:0 |"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("231"), std::string::npos);
+}
+
+TEST(ReportJudge, CacheFiguresComeFromTheNativeDeviceOfTheSameHardware) {
+  // NVIDIA's OpenCL reports a 4 MiB "global memory cache" and has no cache probe: its cases use
+  // the CUDA device's L2 (60 MiB) and L2 ceiling. A stand-alone device without a cache ceiling
+  // is judged against DRAM, and a figure above it says that no cache ceiling was measured.
+  const std::string gpu = probe("dram_read_bytes_per_s", 4e12, 0.01) + ", " + probe("empty_launch_s", 1e-6, 0.01);
+  const std::string devices = R"({"cuda:0": )" + device("cuda", "NVIDIA H200", gpu + ", " + probe("cache_read_bytes_per_s", 8e12, 0.03)) +
+                              R"(, "opencl:1.0": )" + device("opencl", "NVIDIA H200", gpu) +
+                              R"(, "opencl:2.0": )" + device("opencl", "Other GPU", probe("dram_read_bytes_per_s", 500e9, 0.01)) + "}";
+  const double set = 16 * kMiB;
+  ReportModel model;
+  ASSERT_TRUE(add_report_text(model,
+                              bench_file(timed_result({"cuda", "cuda:0", "2048x2048", set / 4e12, set, set, 60 * kMiB}) + ", " +
+                                             timed_result({"opencl", "opencl:1.0", "2048x2048", set / 4e12, set, set, 4 * kMiB}) + ", " +
+                                             timed_result({"opencl", "opencl:2.0", "512x512", kMiB / 600e9, kMiB, kMiB, 4 * kMiB}),
+                                         devices),
+                              "gpu.json")
+                  .is_ok());
+  for (const char* id : {"softmax:f32:2048x2048@cuda:0", "softmax:f32:2048x2048@opencl:1.0"}) {
+    const ResultRecord& r = result_of(model, id);
+    EXPECT_EQ(r.judged.bound, Bound::cache) << id;
+    EXPECT_NEAR(*r.judged.percent, 50, 1e-6) << id;
+  }
+  const ResultRecord& alone = result_of(model, "softmax:f32:512x512@opencl:2.0");
+  EXPECT_EQ(alone.judged.bound, Bound::dram);
+  EXPECT_NEAR(*alone.judged.percent, 120, 1e-6);
+  EXPECT_TRUE(has_warning(alone, "last-level cache, for which no ceiling was measured")) << alone.judged.note;
+}
+
+TEST(ReportJudge, LaunchBoundCasesAreJudgedAgainstTheEmptyLaunchAndNeverPooled) {
+  const std::string devices = R"({"cuda:0": )" +
+                              device("cuda", "GPU", probe("dram_read_bytes_per_s", 4e12, 0.01) + ", " +
+                                                        probe("cache_read_bytes_per_s", 8e12, 0.03) + ", " +
+                                                        probe("empty_launch_s", 2e-6, 0.01)) + "}";
+  const double tiny = 64 * 1024, large = 1024 * kMiB;
+  ReportModel model;
+  ASSERT_TRUE(add_report_text(model,
+                              bench_file(timed_result({"cuda", "cuda:0", "1x8192", 8e-6, tiny, tiny, 60 * kMiB}) + ", " +
+                                             timed_result({"cuda", "cuda:0", "1x4096", 1.6e-6, tiny / 2, tiny / 2, 60 * kMiB}) + ", " +
+                                             timed_result({"cuda", "cuda:0", "16384x16384", large / 4e12 / 0.9, large, large, 60 * kMiB}),
+                                         devices),
+                              "gpu.json")
+                  .is_ok());
+  const ResultRecord& tiny_case = result_of(model, "softmax:f32:1x8192@cuda:0");
+  EXPECT_EQ(tiny_case.judged.bound, Bound::launch);
+  EXPECT_NEAR(*tiny_case.judged.percent, 25, 1e-6);  // the empty launch over its time
+  EXPECT_EQ(tiny_case.judged.roof(), "launch 2.00 \xC2\xB5s");
+  const ResultRecord& faster = result_of(model, "softmax:f32:1x4096@cuda:0");
+  EXPECT_NEAR(*faster.judged.percent, 125, 1e-6);
+  EXPECT_TRUE(has_warning(faster, "faster than the measured empty launch (2.00 \xC2\xB5s, spread \xC2\xB1" "0.5%)"))
+      << faster.judged.note;
+  EXPECT_EQ(result_of(model, "softmax:f32:16384x16384@cuda:0").judged.bound, Bound::dram);
+
+  const auto summaries = backend_summaries(model);
+  ASSERT_EQ(summaries.size(), 1u);
+  const auto& by_bound = summaries[0].by_bound;
+  ASSERT_EQ(by_bound.size(), 2u);
+  EXPECT_EQ(by_bound.at(Bound::dram).count, 1u);
+  EXPECT_NEAR(by_bound.at(Bound::dram).median, 90, 1e-6);
+  EXPECT_EQ(by_bound.at(Bound::launch).count, 2u);
+  EXPECT_NEAR(by_bound.at(Bound::launch).median, 75, 1e-6);
+
+  const std::string summary = markdown_summary(model);
+  EXPECT_NE(summary.find("cuda: DRAM-bound 90.0% (1), launch-bound 75.0% (2)"), std::string::npos) << summary;
+  const size_t roof = summary.find("### Furthest from the roofline"), launch = summary.find("### Launch-bound");
+  ASSERT_NE(roof, std::string::npos);
+  ASSERT_NE(launch, std::string::npos);
+  EXPECT_LT(summary.find("@cuda:0", roof), launch);
+  EXPECT_GT(summary.find("softmax:f32:1x8192@cuda:0"), launch);  // the tiny case is ranked only with its kind
+  const std::string page = html_page(model);
+  EXPECT_NE(page.find("launch-bound</th>"), std::string::npos);
+  EXPECT_NE(page.find("<b>75.0%</b>"), std::string::npos);
+}
+
+TEST(ReportJudge, TheReferenceIsListedButNeverRanked) {
+  const std::string devices = R"({"cpu:0": )" + device("cpu", "CPU", probe("dram_read_bytes_per_s", 100e9, 0.01)) + "}";
+  const double large = 1024 * kMiB;
+  ReportModel model;
+  ASSERT_TRUE(add_report_text(model,
+                              bench_file(timed_result({"reference", "cpu:0", "16384x16384", large / 2e9, large, large, 0}) + ", " +
+                                             timed_result({"avx512", "cpu:0", "16384x16384", large / 80e9, large, large, 0}),
+                                         devices),
+                              "cpu.json")
+                  .is_ok());
+  const ResultRecord& oracle = result_of(model, "softmax:f32:16384x16384@reference:0");
+  EXPECT_EQ(oracle.judged.bound, Bound::oracle);
+  EXPECT_FALSE(oracle.judged.percent.has_value());
+  const auto summaries = backend_summaries(model);
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_TRUE(summaries[0].oracle);
+  EXPECT_TRUE(summaries[0].by_bound.empty());
+  EXPECT_NEAR(summaries[1].by_bound.at(Bound::dram).median, 80, 1e-6);
+
+  const std::string summary = markdown_summary(model);
+  EXPECT_EQ(summary.find("reference: "), std::string::npos) << summary;  // no median
+  EXPECT_EQ(summary.find("@reference:0 |"), std::string::npos) << summary;  // in no ranked table
+  EXPECT_NE(summary.find("not ranked"), std::string::npos);
+  const std::string page = html_page(model);
+  EXPECT_NE(page.find("softmax:<wbr>f32:<wbr>16384x16384<wbr>@reference:<wbr>0"), std::string::npos);  // listed
+  EXPECT_NE(page.find(">oracle</span>"), std::string::npos);
+  EXPECT_NE(page.find("the float64 oracle: listed, not ranked"), std::string::npos);
 }
 
 TEST(ReportText, UnitsAndEscaping) {

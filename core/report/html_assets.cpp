@@ -22,7 +22,8 @@ a:hover { text-decoration: underline; }
 .verdict { font-size: 15px; background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
            padding: 12px 16px; margin: 10px 0; }
 .verdict .big { font-size: 22px; font-weight: 600; margin-right: 6px; }
-.verdict .sol-list { display: flex; flex-wrap: wrap; gap: 6px 14px; margin-top: 8px; }
+.verdict table.headline { margin-top: 8px; font-size: 14px; }
+.verdict table.headline th { background: none; font-weight: 500; color: var(--muted); }
 .chip { display: inline-flex; align-items: center; gap: 6px; white-space: nowrap; }
 .dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; }
 nav.toc { display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 8px 0 0; font-size: 13.5px; }

@@ -25,6 +25,42 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The median % of roofline per backend, one column per bound (DRAM, cache, compute, launch
+// are never pooled: a launch-bound case's % is of the empty launch, not of a bandwidth). The
+// oracle has a row that says why it has no figure.
+std::string headline_table(const std::vector<BackendSummary>& summaries) {
+  std::vector<Bound> bounds;
+  for (Bound bound : {Bound::dram, Bound::cache, Bound::compute, Bound::launch})
+    if (std::any_of(summaries.begin(), summaries.end(), [&](const BackendSummary& s) { return s.by_bound.count(bound); }))
+      bounds.push_back(bound);
+  if (bounds.empty()) return "";
+  std::string out = "<table class=\"headline\"><thead><tr><th>median % of roofline</th>";
+  for (Bound bound : bounds)
+    out += "<th class=\"num\">" + std::string(bound_name(bound)) + "-bound</th>";
+  out += "</tr></thead><tbody>";
+  for (const auto& s : summaries) {
+    if (s.ok == 0) continue;
+    out += "<tr><td>" + backend_chip(s.backend, s.backend) + "</td>";
+    if (s.oracle) {
+      out += "<td colspan=\"" + std::to_string(bounds.size()) +
+             "\" class=\"muted\">the float64 oracle: listed, not ranked</td></tr>";
+      continue;
+    }
+    for (Bound bound : bounds) {
+      auto it = s.by_bound.find(bound);
+      out += it == s.by_bound.end() ? "<td class=\"num muted\">" + std::string(kDash) + "</td>"
+                                    : "<td class=\"num\"><b>" + format_percent(it->second.median) +
+                                          "</b> <span class=\"muted\">(" + std::to_string(it->second.count) + ")</span></td>";
+    }
+    out += "</tr>";
+  }
+  out += "</tbody></table>";
+  if (std::find(bounds.begin(), bounds.end(), Bound::launch) != bounds.end())
+    out += "<div class=\"muted\">Launch-bound: the case's time at the roofline is under the device's empty launch; "
+           "its % is the empty launch over its time. <a href=\"#results\">All results</a> name each case's ceiling.</div>";
+  return out;
+}
+
 std::string header_section(const ReportModel& model, const std::vector<HardwareGroup>& groups) {
   const size_t ok = model.ok_count();
   std::map<std::string, size_t> not_ok;
@@ -52,16 +88,7 @@ std::string header_section(const ReportModel& model, const std::vector<HardwareG
   }
   out += " \xC2\xB7 " + std::to_string(model.devices.size()) + " device" + (model.devices.size() == 1 ? "" : "s") +
          " on " + std::to_string(groups.size()) + " processor" + (groups.size() == 1 ? "" : "s");
-  const auto summaries = backend_summaries(model);
-  if (std::any_of(summaries.begin(), summaries.end(), [](const BackendSummary& s) { return s.with_sol > 0; })) {
-    out += "<div class=\"sol-list\"><span class=\"muted\">median % of roofline:</span>";
-    for (const auto& s : summaries) {
-      if (s.with_sol == 0) continue;
-      out += "<span class=\"chip\">" + backend_chip(s.backend, s.backend) + " <b>" + format_percent(s.median_sol) +
-             "</b> <span class=\"muted\">(" + std::to_string(s.with_sol) + ")</span></span>";
-    }
-    out += "</div>";
-  }
+  out += headline_table(backend_summaries(model));
   out += "</div>\n<p class=\"muted\">From ";
   for (size_t i = 0; i < model.files.size(); ++i)
     out += (i ? ", " : "") + std::string("<span class=\"mono\">") + html_escape(model.files[i]) + "</span>";

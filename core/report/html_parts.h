@@ -19,7 +19,8 @@ std::string fingerprint_footer(const ReportModel& model);
 std::string status_badge(const std::string& status);
 std::string backend_chip(const std::string& backend, const std::string& label);
 std::string flag_list(const std::vector<std::string>& flags);
-// ok results first, by %SOL ascending (furthest from the roofline first), then the rest.
+// Ranked results first, by % of roofline ascending (furthest from the limit first), then ok
+// results without a figure (the oracle, no ceilings), then the rest.
 std::vector<size_t> results_by_sol(const ReportModel& model);
 
 }  // namespace dnnb::report

@@ -47,30 +47,41 @@ std::string breakable_case_id(const std::string& case_id) {
   return out;
 }
 
-// The case id names the device too ("@cuda:0"), so the row has no device column; what is
-// bound (memory or compute) sits under the %SOL bar, and a result that was not measured shows
+// The % of roofline cell: the bar, the figure and what it is judged against beneath it; the
+// oracle says so instead of a figure.
+std::string percent_cell(const ResultRecord& r) {
+  const Judgment& j = r.judged;
+  if (j.percent)
+    return "<td class=\"num sol\" data-v=\"" + sort_value(*j.percent) + "\">" + sol_bar(*j.percent) +
+           format_percent(*j.percent) + "<div class=\"bound\">" + html_escape(j.roof()) + "</div></td>";
+  if (j.bound == Bound::oracle)
+    return "<td class=\"num sol\" data-v=\"\" title=\"the float64 reference: the oracle the others are checked "
+           "against, not ranked\"><span class=\"muted\">oracle</span></td>";
+  return "<td class=\"num sol\" data-v=\"\" title=\"no memory ceiling for its device\">" + std::string(kDash) + "</td>";
+}
+
+// The case id names the device too ("@cuda:0"), so the row has no device column; the ceiling
+// a result is judged against sits under its % bar, and a result that was not measured shows
 // its status there and its reason in the last column.
 std::string result_row(const ResultRecord& r, size_t index) {
   std::string out = "<tr id=\"" + result_row_id(index) + "\"><td class=\"mono case\">" + breakable_case_id(r.case_id) + "</td>";
   out += "<td data-v=\"" + html_escape(r.backend_label()) + "\">" + backend_chip(r.backend, r.backend_label()) + "</td>";
   if (!r.ok()) {
     out += "<td class=\"num sol\" data-v=\"\">" + status_badge(r.status) + "</td>";
-    for (int i = 0; i < 7; ++i) out += "<td class=\"num\" data-v=\"\"></td>";
+    for (int i = 0; i < 6; ++i) out += "<td class=\"num\" data-v=\"\"></td>";
     return out + "<td class=\"reason\">" + html_escape(r.reason) + "</td></tr>\n";
   }
-  if (r.sol_percent)
-    out += "<td class=\"num sol\" data-v=\"" + sort_value(*r.sol_percent) + "\">" + sol_bar(*r.sol_percent) +
-           format_percent(*r.sol_percent) + "<div class=\"bound\">" + html_escape(r.bound_by) + "</div></td>";
-  else
-    out += "<td class=\"num sol\" data-v=\"\">" + std::string(kDash) + "</td>";
+  out += percent_cell(r);
   out += num_cell(r.median_s, format_time(r.median_s),
                   "min " + format_time(r.min_s) + ", " + std::to_string(r.repetitions) + " repetitions x " +
                       std::to_string(r.iterations) + " launches, " + r.timer + ", " + r.cache_policy + " cache");
-  out += num_cell(r.bytes_per_s, si(r.bytes_per_s, "B/s"), si(r.bytes, "B") + " per launch");
+  // The share of the DRAM copy probe is a figure beside the roof, not a ranking: in the hover.
+  out += num_cell(r.bytes_per_s, si(r.bytes_per_s, "B/s"),
+                  si(r.bytes, "B") + " per launch, working set " + si(r.working_set_bytes, "B") +
+                      (r.pct_of_copy ? ", " + format_percent(*r.pct_of_copy) + " of the DRAM copy probe" : ""));
   out += num_cell(r.flops_per_s, si(r.flops_per_s, "FLOP/s"), si(r.flops, "FLOP") + " per launch");
   out += num_cell(r.intensity, format_fixed(r.intensity, r.intensity < 1 ? 3 : 2));
   out += num_cell(r.cv, format_percent(100 * r.cv));
-  out += num_cell(r.pct_of_copy, r.pct_of_copy ? format_percent(*r.pct_of_copy) : kDash);
   out += num_cell(r.x_empty, r.x_empty ? format_fixed(*r.x_empty, 1) + "\xC3\x97" : kDash);
   return out + "<td class=\"reason\">" + flag_list(r.warnings()) + "</td></tr>\n";
 }
@@ -101,9 +112,9 @@ std::vector<size_t> results_by_sol(const ReportModel& model) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](size_t i) {
     const ResultRecord& r = model.results[i];
-    // ok with %SOL, ok without, not ok; within the first, lowest %SOL first.
-    const int rank = r.ok() && r.sol_percent ? 0 : r.ok() ? 1 : 2;
-    return std::make_pair(rank, rank == 0 ? *r.sol_percent : 0.0);
+    // Ranked, then ok but unranked (the oracle, no ceilings), then not ok; lowest % first.
+    const int rank = r.ok() && r.judged.percent ? 0 : r.ok() ? 1 : 2;
+    return std::make_pair(rank, rank == 0 ? *r.judged.percent : 0.0);
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   return order;
@@ -112,8 +123,11 @@ std::vector<size_t> results_by_sol(const ReportModel& model) {
 std::string results_section(const ReportModel& model) {
   std::string out = "<section id=\"results\">\n<h2>All results</h2>\n";
   if (model.results.empty()) return out + "<p class=\"muted\">No results.</p>\n</section>\n";
-  out += "<p class=\"muted\">Sorted by % of roofline, furthest from the device's limit first. Click a header to sort "
-         "by it; hover a time for its repetitions and timer.</p>\n"
+  out += "<p class=\"muted\">Sorted by % of roofline, furthest from the limit first. Each case is judged against the "
+         "ceiling named under its figure: the cache when its working set fits the last-level cache, else DRAM; the "
+         "compute ceiling when arithmetic takes longer; the empty launch when even the roof's time is under it. The "
+         "float64 reference is the oracle and is not ranked. Click a header to sort by it; hover a time for its "
+         "repetitions and timer.</p>\n"
          "<input id=\"results-filter\" class=\"filter\" type=\"search\" placeholder=\"Filter: op, dtype, backend, device\u2026\" "
          "aria-label=\"Filter the results\">\n"
          "<div class=\"wrap\"><table id=\"results-table\" class=\"sortable data\"><thead><tr>"
@@ -121,7 +135,7 @@ std::string results_section(const ReportModel& model) {
          "<th class=\"num\" data-type=\"num\" aria-sort=\"ascending\">% of roofline</th>"
          "<th class=\"num\" data-type=\"num\">Median</th><th class=\"num\" data-type=\"num\">Bandwidth</th>"
          "<th class=\"num\" data-type=\"num\">Compute</th><th class=\"num\" data-type=\"num\">FLOP/B</th>"
-         "<th class=\"num\" data-type=\"num\">CV</th><th class=\"num\" data-type=\"num\">% of copy</th>"
+         "<th class=\"num\" data-type=\"num\">CV</th>"
          "<th class=\"num\" data-type=\"num\">\xC3\x97 launch</th><th data-type=\"text\">Flags / reason</th></tr></thead><tbody>\n";
   for (size_t i : results_by_sol(model)) out += result_row(model.results[i], i);
   return out + "</tbody></table></div>\n</section>\n";

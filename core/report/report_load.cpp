@@ -251,7 +251,7 @@ Status read_timings(const Reader& r, const json& j, const std::string& path, Res
     DNNB_TRY(r.number_at(*roofline, roof_path, "bound_flops_per_s", result.roof_bound_flops, false));
     DNNB_TRY(r.string_at(*roofline, roof_path, "compute_source", result.compute_source, false));
     DNNB_TRY(r.string_at(*roofline, roof_path, "bound_by", result.bound_by, false));
-    DNNB_TRY(r.optional_number_at(*roofline, roof_path, "sol_percent", result.sol_percent));
+    DNNB_TRY(r.optional_number_at(*roofline, roof_path, "sol_percent", result.bench_sol_percent));
     DNNB_TRY(r.optional_number_at(*roofline, roof_path, "pct_of_copy", result.pct_of_copy));
   }
   const json* launch = nullptr;
@@ -326,6 +326,33 @@ FingerprintRecord read_fingerprint(const json& fingerprint, const std::string& f
   return record;
 }
 
+// Copies the ceilings a result is judged against from its own file's record of its device
+// (bench's roofline object where the file does not describe the device).
+void copy_own_ceilings(const std::vector<std::pair<std::string, DeviceRecord>>& devices, ResultRecord& result) {
+  if (!result.ok()) return;
+  const DeviceRecord* device = nullptr;
+  for (const auto& [id, record] : devices)
+    if (id == result.device) device = &record;
+  auto measured = [&](const std::string& probe) {
+    if (!device) return CeilingValue{};
+    auto it = device->measured.find(probe);
+    return it == device->measured.end() ? CeilingValue{} : it->second;
+  };
+  const CeilingValue copy = measured("dram_copy_bytes_per_s"), read = measured("dram_read_bytes_per_s");
+  result.own_dram = copy.value >= read.value ? copy : read;
+  if (result.own_dram.value <= 0) {
+    result.own_dram = CeilingValue{};
+    result.own_dram.value = result.roof_bandwidth;
+  }
+  result.own_cache = measured("cache_read_bytes_per_s");
+  result.own_launch = measured("empty_launch_s");
+  if (result.empty_launch_s && *result.empty_launch_s > 0) result.own_launch.value = *result.empty_launch_s;
+  // Compute: the ceiling bench chose (measured, else the theoretical peak, which has no spread).
+  result.own_compute = measured(result.compute_unit + "_flops_per_s");
+  if (result.roof_compute > 0 && result.compute_source != "measured") result.own_compute = CeilingValue{};
+  if (result.roof_compute > 0) result.own_compute.value = result.roof_compute;
+}
+
 bool same_ceilings(const DeviceRecord& a, const DeviceRecord& b) {
   if (a.measured.size() != b.measured.size()) return false;
   for (const auto& [probe, value] : a.measured) {
@@ -369,8 +396,10 @@ Status add_report_text(ReportModel& model, const std::string& text, const std::s
   if (!results_json) return r.bad("results", "missing");
   if (!results_json->is_array()) return r.wrong_type("results", "an array", *results_json);
   std::vector<ResultRecord> results(results_json->size());
-  for (size_t i = 0; i < results.size(); ++i)
+  for (size_t i = 0; i < results.size(); ++i) {
     DNNB_TRY(read_result(r, (*results_json)[i], "results[" + std::to_string(i) + "]", results[i]));
+    copy_own_ceilings(devices, results[i]);
+  }
   const json* fingerprint = nullptr;
   DNNB_TRY(r.object_at(root, "", "fingerprint", fingerprint));
 
@@ -384,7 +413,7 @@ Status add_report_text(ReportModel& model, const std::string& text, const std::s
                               device.name + "' in " + file_label + ": the later record is kept");
       else if (!same_ceilings(it->second, device))
         model.notes.push_back("ceilings of " + id + " differ between " + it->second.file + " and " + file_label +
-                              ": the chart draws the later ones; each result's %SOL is against its own run's");
+                              ": the chart draws the later ones; each result is judged against its own file's");
     }
     model.devices[id] = std::move(device);
   }
@@ -408,6 +437,7 @@ Status add_report_text(ReportModel& model, const std::string& text, const std::s
   for (const auto& [where, entry] : repeated)
     model.notes.push_back(std::to_string(entry.first) + (entry.first == 1 ? " case appears " : " cases appear ") + where +
                           " (" + (entry.first == 1 ? "" : "first ") + entry.second + "): the later results are kept");
+  judge_results(model);
   return Status::ok();
 }
 

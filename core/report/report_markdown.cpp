@@ -1,6 +1,7 @@
 // The Markdown summary, for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict line first,
-// then the ten results furthest from the roofline and the best ones, then what was not measured
-// (grouped by reason so a thousand skips of one kind stay one line), flags, notes, fingerprint.
+// then the ten results furthest from the roofline and the best ones, the launch-bound ones
+// furthest from the empty launch, then what was not measured (grouped by reason so a thousand
+// skips of one kind stay one line), flags, notes, fingerprint.
 #include <algorithm>
 #include <map>
 
@@ -30,25 +31,39 @@ std::string verdict_line(const ReportModel& model) {
   line += ")";
   if (ok < model.results.size()) line += "; " + std::to_string(model.results.size() - ok) + " not measured";
   if (flagged) line += "; " + std::to_string(flagged) + " flagged";
-  std::string sols;
-  for (const auto& s : backend_summaries(model))
-    if (s.with_sol > 0) sols += (sols.empty() ? "" : ", ") + md_escape(s.backend) + " " + format_percent(s.median_sol);
-  if (!sols.empty()) line += ". Median % of roofline: " + sols;
+  // One median per backend and bound, never pooled across bounds; the oracle has none.
+  std::string medians;
+  bool oracle = false;
+  for (const auto& s : backend_summaries(model)) {
+    oracle = oracle || (s.oracle && s.ok > 0);
+    if (s.by_bound.empty()) continue;
+    std::string parts;
+    for (const auto& [bound, median] : s.by_bound)
+      parts += std::string(parts.empty() ? "" : ", ") + bound_name(bound) + "-bound " + format_percent(median.median) +
+               " (" + std::to_string(median.count) + ")";
+    medians += (medians.empty() ? "" : "; ") + md_escape(s.backend) + ": " + parts;
+  }
+  if (!medians.empty()) line += ". Median % of roofline: " + medians;
+  if (oracle) line += ". The float64 reference is the oracle: listed, not ranked";
   return line + ".\n";
 }
 
 std::string result_table(const ReportModel& model, const std::vector<size_t>& rows) {
-  std::string out =
-      "| % of roofline | Case | Median | Bandwidth | Compute | Bound | Flags |\n|---:|---|---:|---:|---:|---|---|\n";
+  std::string out = "| % of roofline | Judged against | Case | Median | Bandwidth | Compute | Flags |\n"
+                    "|---:|---|---|---:|---:|---:|---|\n";
   for (size_t i : rows) {
     const ResultRecord& r = model.results[i];
     std::string flags;
     for (const auto& w : r.warnings()) flags += (flags.empty() ? "" : "; ") + md_escape(w);
-    out += "| " + format_percent(*r.sol_percent) + " | " + md_escape(r.case_id) + " | " + format_time(r.median_s) +
-           " | " + si(r.bytes_per_s, "B/s") + " | " + si(r.flops_per_s, "FLOP/s") + " | " + md_escape(r.bound_by) +
+    out += "| " + format_percent(*r.judged.percent) + " | " + md_escape(r.judged.roof()) + " | " + md_escape(r.case_id) +
+           " | " + format_time(r.median_s) + " | " + si(r.bytes_per_s, "B/s") + " | " + si(r.flops_per_s, "FLOP/s") +
            " | " + flags + " |\n";
   }
   return out;
+}
+
+std::vector<size_t> first_rows(const std::vector<size_t>& rows, size_t count) {
+  return std::vector<size_t>(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(std::min(count, rows.size())));
 }
 
 std::string not_measured(const ReportModel& model) {
@@ -90,23 +105,33 @@ std::string fingerprint_line(const FingerprintRecord& fingerprint) {
 
 std::string markdown_summary(const ReportModel& model) {
   std::string out = verdict_line(model);
-  std::vector<size_t> with_sol;
-  size_t ok_without_sol = 0;
+  // Launch-bound cases are ranked apart: their % is of the empty launch, not of a roof.
+  std::vector<size_t> roof_bound, launch_bound;
+  size_t oracle = 0, no_ceiling = 0;
   for (size_t i : results_by_sol(model)) {
-    if (model.results[i].ok() && model.results[i].sol_percent) with_sol.push_back(i);
-    else if (model.results[i].ok()) ++ok_without_sol;
+    const ResultRecord& r = model.results[i];
+    if (!r.ok()) continue;
+    if (r.judged.percent) (r.judged.bound == Bound::launch ? launch_bound : roof_bound).push_back(i);
+    else if (r.judged.bound == Bound::oracle) ++oracle;
+    else ++no_ceiling;
   }
-  if (!with_sol.empty()) {
-    const size_t worst = std::min(kTableRows, with_sol.size());
-    out += "\n### Furthest from the roofline\n\n" +
-           result_table(model, std::vector<size_t>(with_sol.begin(), with_sol.begin() + static_cast<ptrdiff_t>(worst)));
+  if (!roof_bound.empty()) {
+    const size_t worst = std::min(kTableRows, roof_bound.size());
+    out += "\n### Furthest from the roofline\n\nDRAM-, cache- and compute-bound cases, each against the ceiling it "
+           "is judged by.\n\n" + result_table(model, first_rows(roof_bound, worst));
     // The best ones not already listed, best first.
-    std::vector<size_t> best(with_sol.rbegin(), with_sol.rend() - static_cast<ptrdiff_t>(worst));
-    if (best.size() > kTableRows) best.resize(kTableRows);
-    if (!best.empty()) out += "\n### Closest to the roofline\n\n" + result_table(model, best);
+    std::vector<size_t> best(roof_bound.rbegin(), roof_bound.rend() - static_cast<ptrdiff_t>(worst));
+    if (!best.empty()) out += "\n### Closest to the roofline\n\n" + result_table(model, first_rows(best, kTableRows));
   }
-  if (ok_without_sol > 0)
-    out += "\n" + std::to_string(ok_without_sol) + " measured result(s) have no % of roofline (no ceilings for their device).\n";
+  if (!launch_bound.empty())
+    out += "\n### Launch-bound: furthest from the empty launch\n\nCases whose time at the roofline is under the "
+           "device's measured empty launch; their % is the empty launch over their time.\n\n" +
+           result_table(model, first_rows(launch_bound, kTableRows));
+  if (oracle > 0)
+    out += "\n" + std::to_string(oracle) + " float64 reference result(s) are listed on the page but not ranked: the "
+           "reference is the oracle the others are checked against.\n";
+  if (no_ceiling > 0)
+    out += "\n" + std::to_string(no_ceiling) + " measured result(s) have no % of roofline (no memory ceiling for their device).\n";
   out += not_measured(model);
 
   std::string flagged;

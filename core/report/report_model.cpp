@@ -2,7 +2,6 @@
 #include "core/report/report_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -36,6 +35,7 @@ std::vector<std::string> ResultRecord::warnings() const {
   }
   if (throttled_repetitions > 0 && !has("throttl"))
     out.push_back("clock throttled in " + std::to_string(throttled_repetitions) + " repetitions");
+  if (!judged.note.empty()) out.push_back(judged.note);
   return out;
 }
 
@@ -59,26 +59,26 @@ std::string ReportModel::device_kind(const std::string& id) const {
 
 std::vector<BackendSummary> backend_summaries(const ReportModel& model) {
   std::vector<BackendSummary> out;
-  std::map<std::string, std::vector<double>> sols;
+  std::map<std::pair<std::string, Bound>, std::vector<double>> percents;
   for (const auto& r : model.results) {
     auto it = std::find_if(out.begin(), out.end(), [&](const BackendSummary& s) { return s.backend == r.backend; });
-    if (it == out.end()) it = out.insert(out.end(), BackendSummary{r.backend});
+    if (it == out.end()) {
+      it = out.insert(out.end(), BackendSummary{});
+      it->backend = r.backend;
+      it->oracle = r.oracle();
+    }
     if (!r.ok()) {
       ++it->not_ok;
       continue;
     }
     ++it->ok;
-    if (r.sol_percent) sols[r.backend].push_back(*r.sol_percent);
+    if (r.judged.percent) percents[{r.backend, r.judged.bound}].push_back(*r.judged.percent);
   }
-  for (auto& summary : out) {
-    std::vector<double>& v = sols[summary.backend];
-    summary.with_sol = v.size();
-    if (v.empty()) {
-      summary.median_sol = std::nan("");
-      continue;
-    }
+  for (auto& [key, v] : percents) {
     std::sort(v.begin(), v.end());
-    summary.median_sol = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    auto it = std::find_if(out.begin(), out.end(), [&](const BackendSummary& s) { return s.backend == key.first; });
+    it->by_bound[key.second] = BoundMedian{v.size(), median};
   }
   return out;
 }

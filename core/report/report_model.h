@@ -41,6 +41,26 @@ struct DeviceRecord {
   double measured_bandwidth() const;
 };
 
+// What a result is judged against (report_judge.cpp; docs/report.md, "How a case is judged"),
+// in the headline's order.
+enum class Bound { dram, cache, compute, launch, oracle, none };
+const char* bound_name(Bound bound);  // "DRAM", "cache", "compute", "launch", "oracle", "none"
+
+struct Judgment {
+  Bound bound = Bound::none;
+  // 100 x the time at the binding ceiling / the median time. Absent for the oracle and for a
+  // result whose device has no memory ceiling.
+  std::optional<double> percent;
+  double ceiling = 0;        // the binding ceiling: B/s (DRAM, cache), FLOP/s (compute), s (launch)
+  double spread = 0;         // its probe's (max - min) / median; 0 when not measured
+  bool theoretical = false;  // compute judged against a theoretical peak (nothing measured)
+  std::string note;          // why the figure is above 100%, else ""
+  // "cache 8.69 TB/s", "launch 1.34 µs", "compute 63.1 TFLOP/s (theoretical)", "oracle", "".
+  std::string roof() const;
+  // "12.3% of roofline (cache 8.69 TB/s)", "the oracle: not ranked", "" (for chart hovers).
+  std::string describe() const;
+};
+
 struct ResultRecord {
   std::string file;  // the results file it came from
   std::string case_id, op, dtype, shape, params, backend, variant, device, device_name;
@@ -53,8 +73,9 @@ struct ResultRecord {
   int repetitions = 0, iterations = 0, samples = 0;
   double bytes = 0, flops = 0, bytes_per_s = 0, flops_per_s = 0, intensity = 0;
   double working_set_bytes = 0, cache_bytes = 0;
-  // roofline
-  std::optional<double> sol_percent, pct_of_copy;
+  // The file's "roofline" object as bench wrote it: against DRAM and compute only. The report
+  // shows `judged` instead; the compute ceiling and pct_of_copy are taken from here.
+  std::optional<double> bench_sol_percent, pct_of_copy;
   double roof_bandwidth = 0, roof_compute = 0, roof_bound_flops = 0;
   std::string compute_source, bound_by;
   // launch / clock (GPU)
@@ -62,13 +83,22 @@ struct ResultRecord {
   std::optional<double> sm_mhz_median;
   int throttled_repetitions = 0;
   std::vector<std::string> flags;
+  // The ceilings of the result's device in its own file, copied at load so that a later file
+  // describing the device differently does not rejudge it: DRAM (the larger of copy and read),
+  // the cache read stream, the empty launch, the compute unit's ceiling. value 0 where absent.
+  CeilingValue own_dram, own_cache, own_launch, own_compute;
+  Judgment judged;  // set by judge_results
 
   bool ok() const { return status == "ok"; }
+  // The float64 reference is the oracle the others are checked against, not a contender: it
+  // is listed but never ranked against the roofline.
+  bool oracle() const { return backend == "reference"; }
   std::string problem() const;        // op:dtype:shape[:params], the same problem on every backend
   std::string backend_label() const;  // backend[/variant]
   // A point on the log-log roofline needs a positive intensity and FLOP rate.
   bool plottable() const { return ok() && intensity > 0 && flops_per_s > 0; }
-  // Flags as written plus what the numbers say (noise target missed, throttled repetitions).
+  // Flags as written plus what the numbers say (noise target missed, throttled repetitions,
+  // a figure above its ceiling).
   std::vector<std::string> warnings() const;
 };
 
@@ -95,12 +125,22 @@ Result<ReportModel> load_report(const std::vector<std::string>& paths);
 // Adds one file's JSON text to the model (the loader's core; tests call it with text).
 Status add_report_text(ReportModel& model, const std::string& text, const std::string& file_label);
 
-// Per backend, in order of first appearance: how many ok results, and the median of their
-// %SOL (NaN when none has one). The verdict line of the page and of the summary.
+// Judges every ok result of the model (report_judge.cpp): the memory level its working set
+// lives in, the launch floor, the oracle. add_report_text calls it after each file.
+void judge_results(ReportModel& model);
+
+// Per backend, in order of first appearance: how many ok results, and per bound the count and
+// median % of its ranked results. The verdict of the page and of the summary: DRAM-, cache-,
+// compute- and launch-bound cases are never mixed in one median, and the oracle has none.
+struct BoundMedian {
+  size_t count = 0;
+  double median = 0;
+};
 struct BackendSummary {
   std::string backend;
-  size_t ok = 0, not_ok = 0, with_sol = 0;
-  double median_sol = 0;
+  size_t ok = 0, not_ok = 0;
+  bool oracle = false;
+  std::map<Bound, BoundMedian> by_bound;  // ranked results only
 };
 std::vector<BackendSummary> backend_summaries(const ReportModel& model);
 

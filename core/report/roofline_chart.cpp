@@ -68,8 +68,7 @@ void add_device_lines(const DeviceRecord& device, const std::set<std::string>& d
 std::string point_title(const ResultRecord& r) {
   std::string title = r.case_id + "\n" + format_time(r.median_s) + " median \xC2\xB7 " + si(r.bytes_per_s, "B/s") +
                       " \xC2\xB7 " + si(r.flops_per_s, "FLOP/s") + "\n" + format_fixed(r.intensity, 3) + " FLOP/B";
-  if (r.sol_percent) title += " \xC2\xB7 " + format_percent(*r.sol_percent) + " of roofline";
-  if (!r.bound_by.empty()) title += " (" + r.bound_by + "-bound)";
+  if (!r.judged.describe().empty()) title += " \xC2\xB7 " + r.judged.describe();
   for (const auto& warning : r.warnings()) title += "\n\xE2\x9A\xA0 " + warning;
   return title;
 }

@@ -48,7 +48,7 @@ const char* variant_dash(size_t index) {
 std::string sweep_title(const ResultRecord& r) {
   std::string title = r.case_id + "\n" + format_time(r.median_s) + " \xC2\xB7 " + si(r.bytes, "B") + " \xC2\xB7 " +
                       si(r.bytes_per_s, "B/s");
-  if (r.sol_percent) title += " \xC2\xB7 " + format_percent(*r.sol_percent) + " of roofline";
+  if (!r.judged.describe().empty()) title += " \xC2\xB7 " + r.judged.describe();
   return title;
 }
 
