@@ -1,6 +1,6 @@
-// The launch-level experiment of docs/roofline.md (Repeatability, session 5): the device time
-// of an empty kernel in a stream of 500, on the legacy stream and on eight created streams (two
-// rounds), and as 500 nodes of one CUDA graph. Run it in several processes and compare:
+// Why `empty_launch_s` is a per-process figure (docs/roofline.md, `empty_launch_s`): the device
+// time of an empty kernel in a stream of 500, on the legacy stream and on eight created streams
+// (two rounds), and as 500 nodes of one CUDA graph. Run it in several processes and compare:
 //   nvcc -O3 -arch=sm_90 ci/gpu/launch_levels.cu -o /tmp/launch_levels
 //   for k in 1 2 3; do /tmp/launch_levels; done
 // Each sample: a 3 ms spin first, so the host has queued all 500 launches before the start event.
