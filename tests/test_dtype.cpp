@@ -1,5 +1,5 @@
 // core/dtype.cpp against torch: every decode and the edge-case encodes recorded in
-// suites/fixtures/casts (see docs/numerics.md), then each rule of NUMERICS.md pinned by
+// suites/fixtures/casts (see docs/numerics.md), then each rule of docs/numerics.md pinned by
 // name, then names, sizes and load_element/store_element for every dtype.
 #include <gtest/gtest.h>
 
@@ -154,7 +154,7 @@ TEST_F(CastsFixture, F8NanEncodingsMatchTorchBitForBit) {
   EXPECT_GE(nans, 8) << "the fixture should hold NaNs of both signs";
 }
 
-// ---- NUMERICS.md, rule by rule ------------------------------------------------------------
+// ---- docs/numerics.md, rule by rule -------------------------------------------------------
 
 TEST(DtypeEdges, E4m3fn464TiesTo448) {
   // 464 is the midpoint of 448 (0x7E, even) and the would-be 480 (the NaN slot 0x7F).
@@ -165,8 +165,9 @@ TEST(DtypeEdges, E4m3fn464TiesTo448) {
 }
 
 TEST(DtypeEdges, E4m3fnOverflowAndInfSaturateTo448) {
-  // torch 2.15 (the fixture's): finite overflow and Inf saturate; torch 2.11 gave NaN
-  // (pytorch#178817). If the fixture is regenerated with a torch that differs, this fails.
+  // torch 2.15 (the fixture's): finite overflow and Inf saturate (pytorch#178817; torch
+  // versions without it give NaN). If the fixture is regenerated with a torch that differs,
+  // this fails.
   for (float big : {std::nextafter(464.0f, 1e9f), 465.0f, 480.0f, 1e4f, 3e38f,
                     std::numeric_limits<float>::infinity()}) {
     EXPECT_EQ(f32_to_f8_e4m3fn(big), 0x7E) << big;
