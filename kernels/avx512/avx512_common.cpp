@@ -1,5 +1,6 @@
 #include "kernels/avx512/avx512_common.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #ifdef _OPENMP
@@ -194,11 +195,17 @@ RowChunks plan_row_chunks(int64_t rows, int64_t cols) {
 
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run, std::string variant) {
+                     std::function<Status(OpCall&)> run, std::string variant, std::string when) {
+  if (variant.empty() != when.empty()) {
+    std::fprintf(stderr, "dnnblocks: avx512 %s%s%s: %s\n", op.c_str(), variant.empty() ? "" : "/", variant.c_str(),
+                 variant.empty() ? "a default carries no `when` sentence" : "an alternative needs its `when` sentence");
+    return false;
+  }
   Implementation impl;
   impl.op = op;
   impl.backend = "avx512";
   impl.variant = std::move(variant);
+  impl.when = std::move(when);
   impl.dtypes = dtypes;
   impl.supports = [dtypes, supports = std::move(supports)](const Problem& p, const DeviceRuntime& d) {
     DNNB_TRY(common_supports(p, d, dtypes));

@@ -49,9 +49,9 @@ inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) 
 // on Vecs<K> one step at a time for all K vectors, so that K independent dependency chains
 // sit side by side in program order: a transcendental is a chain of ~15-40 dependent
 // 4-cycle operations, and with one vector per step the scheduler fills with uops that wait
-// on their predecessor (measured: exp on f32 in L1, 3.7 -> 3.4 cycles per vector from K = 1
-// to 2 on Zen 5). Elementwise drivers pass K = 2 (32 elements, what one 64-byte line of a
-// 16-bit tensor holds) and K = 1 for masked heads and tails.
+// on their predecessor. Elementwise drivers pass K = 2 (32 elements, what one 64-byte line
+// of a 16-bit tensor holds), K = 4 for the long transcendentals (kQuads, elementwise.h) and
+// K = 1 for masked heads and tails.
 template <int K>
 struct Vecs {
   __m512 v[K];
@@ -151,7 +151,7 @@ struct BF16 {
     return _mm512_cvtepi32_epi16(rounded);
   }
   // VCVTNEPS2BF16 rounds to nearest even and quiets NaN like torch, but flushes subnormal
-  // inputs to zero (measured on Zen 4, and so documented by Intel): those lanes, rare, are
+  // inputs to zero (as Intel documents it, and as AMD cores do): those lanes, rare, are
   // redone with the integer encoder so that results match torch bit for bit.
   DNNB_AVX512_INLINE static __m256i encode(__m512 v) {
     if (!has_native_bf16) return encode_integer(v);
@@ -207,9 +207,9 @@ Status with_format(DType dtype, F&& f) {
 // least what regular stores could leave in the cache for the consumer (about LLC x output /
 // footprint bytes, the output's share of the lines still cached at the end), so streaming
 // wins; below it everything stays cached and regular stores win. The output alone is not
-// the measure: on the GPU host's Xeon (300 MiB LLC) a 16384 x 8192 16-bit output (256 MiB) is
-// under the LLC, but an add's 768 MiB footprint has evicted its first lines long before
-// anyone reads them. DNNB_AVX512_STREAM_MIN_BYTES=N replaces the LLC size (0: always).
+// the measure: with a 300 MiB LLC a 16384 x 8192 16-bit output (256 MiB) is under the LLC,
+// but an add's 768 MiB footprint has evicted its first lines long before anyone reads them.
+// DNNB_AVX512_STREAM_MIN_BYTES=N replaces the LLC size (0: always).
 bool stream_output(int64_t output_bytes, int64_t input_bytes);
 
 // Bytes of t's elements: what an op reads of an input, however it is broadcast.
@@ -282,18 +282,18 @@ DNNB_AVX512_INLINE void write_span_values(typename Fmt::storage* y, int64_t n, b
 // NextRow spreads software prefetches (into L2) of the row this thread takes next over a
 // pass with other work (64 columns per step, or pieces of a write pass: write_prefetching),
 // so the next row's first pass finds it in L2 and the DRAM stream stays busy.
-// DNNB_AVX512_PREFETCH picks where (for A/B timing on a given machine): 0 nowhere; 1 (the
-// default) in the row ops that work on a row in cache (softmax, layernorm, rmsnorm,
+// DNNB_AVX512_PREFETCH picks where (to time either choice on a given machine): 0 nowhere; 1
+// (the default) in the row ops that work on a row in cache (softmax, layernorm, rmsnorm,
 // cross_entropy, cross_entropy_bwd); 2 also in the single-pass reductions (sum, mean, max,
-// norm2), which have no compute phase to hide it behind: there it only adds a second read
-// stream per core, which measured no better on the 2-core build VM, so it is opt-in.
+// norm2). Those have no compute phase to hide it behind, so there it only adds a second read
+// stream per core, which is no faster where timed: opt-in.
 extern const int prefetch_level;
 // Bytes the single-pass reductions prefetch ahead of their read stream (Ahead, below), by the
 // input's element size: DNNB_AVX512_PREFETCH_AHEAD=N sets both (0: off); 0 also when
-// DNNB_AVX512_PREFETCH=0. Defaults from the GPU machine's Xeon (16 vCPUs), session 12, three
-// interleaved rounds (docs/perf.md): 1 KiB took sum, mean, max and norm2 bf16 8-12% less time
-// than none (median), faster in every round; f32 was mixed (max 0.92, mean 0.94, norm2 0.99,
-// sum 1.48), so f32 stays off.
+// DNNB_AVX512_PREFETCH=0. 1 KiB for 16-bit inputs: the hardware streamer restarts at every
+// 4 KiB page, and a 16-bit reduction is fast enough per byte to wait at each restart, so the
+// prefetch makes all four faster on a many-core Xeon (docs/avx512.md). Off for f32, where it
+// makes some of them faster and sum slower.
 extern const int64_t prefetch_ahead_bytes_16bit;
 extern const int64_t prefetch_ahead_bytes_32bit;
 constexpr int64_t kDefaultPrefetchAhead16bit = 1024;
@@ -303,11 +303,9 @@ inline int64_t reduce_ahead_bytes(size_t element_size) {
 }
 // The same for the elementwise ops' unit-stride inputs (elementwise.h):
 // DNNB_AVX512_ELTWISE_AHEAD=N (0: off); 0 also when DNNB_AVX512_PREFETCH=0. 4 KiB by default:
-// on the GPU machine's Xeon (16 vCPUs) it took exp, sigmoid and gelu 6-31% less time than no
-// prefetch, in f32 and bf16, in each of two rounds (1 KiB: 7-21%); add bf16 7% less, add f32
-// a wash (0.85-1.13x). docs/perf.md, session 11 (the `knob` step of ci/gpu/run-h200.sh). While
-// a core computes a vector it issues no new misses, so without it the transcendental ops ran
-// at 49-80% of copy.
+// while a core computes a vector it issues no new misses, so without a prefetch the
+// transcendental ops leave the core's share of DRAM bandwidth idle. 4 KiB gains more than
+// 1 KiB for exp, sigmoid and gelu on a many-core Xeon and costs add nothing (docs/avx512.md).
 extern const int64_t eltwise_ahead_bytes;
 constexpr int64_t kDefaultEltwiseAhead = 4096;
 
@@ -491,9 +489,12 @@ void for_each_row(int64_t rows, int64_t cols, Partial&& partial, Merge&& merge, 
   });
 }
 
-// Registration helper: an Implementation of backend "avx512" ("" = the default variant).
+// Registration helper: an Implementation of backend "avx512". variant "" is the op's default;
+// an alternative names its variant and says in `when` (one sentence, Implementation::when)
+// when a user would choose it. An alternative without `when`, or a default with one, is not
+// registered (false, with a message on stderr).
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run, std::string variant = "");
+                     std::function<Status(OpCall&)> run, std::string variant = "", std::string when = "");
 
 }  // namespace dnnb::avx512

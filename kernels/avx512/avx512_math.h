@@ -5,21 +5,15 @@
 // Two accuracy tiers, picked by the output dtype (accuracy_for<Fmt>):
 // - Accuracy::full, for f32 outputs: the documented errors (0.9 to ~10 ulp of f32).
 // - Accuracy::half, for outputs rounded to f16 or bf16 next: relative error below ~1e-5
-//   (measured in docs/avx512.md), 49x below half an f16 ulp (2^-11) and 390x below half a
-//   bf16 ulp. The tolerance for 16-bit elementwise outputs is 1 eps (conformance.md): the
-//   final rounding takes half of it, the f32 error may take the rest; at 1e-5 a result
-//   rounds differently from the correctly rounded one only within 1e-5 of a rounding
-//   boundary (~1% of f16 results, ~0.1% of bf16), and never by more than 1 ulp. This tier
-//   uses lower polynomial degrees, a one-constant exp reduction and a reciprocal estimate
-//   with one Newton step instead of VDIVPS (whose 512-bit throughput, ~10 cycles on Intel
-//   cores, alone exceeds the per-vector budget of a 16-bit op at 80% of copy bandwidth).
-// - Accuracy::full_reciprocal, the f32 variant `avx512/rcp` of sigmoid, silu, tanh, gelu and
-//   gelu_tanh: full's polynomials, but each quotient as reciprocal() (below) times the
-//   dividend instead of VDIVPS. The reciprocal is within 0.5 + 2^-4 ulp of 1/d, the product
-//   rounds once more: at most ~0.6 ulp more than full's single rounding, inside the headroom
-//   of full's bounds (tests/test_avx512_math.cpp checks both tiers against the same ones).
-//   Whether the divider is what holds f32 sigmoid/tanh/gelu at 63-79% of the Xeon's copy
-//   rate (exp, with no quotient, reaches 86%) is for the bench to say on that host.
+//   (docs/avx512.md), 49x below half an f16 ulp (2^-11) and 390x below half a bf16 ulp. The
+//   tolerance for 16-bit elementwise outputs is 1 eps (conformance.md): the final rounding
+//   takes half of it, the f32 error may take the rest; at 1e-5 a result rounds differently
+//   from the correctly rounded one only within 1e-5 of a rounding boundary (~1% of f16
+//   results, ~0.1% of bf16), and never by more than 1 ulp. This tier uses lower polynomial
+//   degrees, a one-constant exp reduction and a reciprocal estimate with one Newton step
+//   instead of VDIVPS (whose 512-bit throughput, ~10 cycles on Intel cores, alone exceeds the
+//   per-vector budget of a 16-bit op at 80% of copy bandwidth). f32 keeps VDIVPS: there the
+//   quotient overlaps ~20 other uops per vector, and the reciprocal would add ~0.6 ulp.
 //
 // Polynomial coefficients were fitted for this file (weighted least squares on Chebyshev
 // points, reweighted towards minimax, in relative error); the fitting ranges are given with
@@ -29,8 +23,7 @@
 
 namespace dnnb::avx512 {
 
-enum class Accuracy { full, full_reciprocal, half };
-constexpr bool full_polynomials(Accuracy a) { return a != Accuracy::half; }
+enum class Accuracy { full, half };
 template <class Fmt>
 inline constexpr Accuracy accuracy_for = Fmt::dtype == DType::f32 ? Accuracy::full : Accuracy::half;
 
@@ -118,11 +111,11 @@ template <int K>  // a 2^floor(b), rounded once (subnormals and Inf as they come
 DNNB_AVX512_INLINE Vecs<K> scalef(const Vecs<K>& a, const Vecs<K>& b) {
   return each<K>([](__m512 x, __m512 y) DNNB_AVX512_LAMBDA { return _mm512_scalef_ps(x, y); }, a, b);
 }
-// 1/d for finite d >= 1 or d <= -1: VRCP14PS (relative error <= 2^-14) and one Newton step
-// (error squared, 2^-28, then one rounding: within 0.5 + 2^-4 ulp of f32): 3 uops of latency
-// ~14 where VDIVPS is one uop of the divider (512-bit throughput ~10 cycles on Intel cores,
-// shared by two hyperthreads). d must not be 0, subnormal or infinite (VRCP14PS gives 0 for
-// Inf, and the Newton step's Inf x 0 is NaN): callers clamp their argument first.
+// 1/d for finite d >= 1 or d <= -1, for the half tier: VRCP14PS (relative error <= 2^-14)
+// and one Newton step (error squared, 2^-28, then one rounding: within 0.5 + 2^-4 ulp of
+// f32), 5 uops where VDIVPS is one uop of the divider (512-bit throughput ~10 cycles on Intel
+// cores, shared by two hyperthreads). d must not be 0, subnormal or infinite (VRCP14PS gives
+// 0 for Inf, and the Newton step's Inf x 0 is NaN): callers clamp their argument first.
 template <int K>
 DNNB_AVX512_INLINE Vecs<K> reciprocal(const Vecs<K>& d) {
   Vecs<K> r;
@@ -169,7 +162,7 @@ DNNB_AVX512_INLINE Vecs<K> exp_clamped(const Vecs<K>& x) {
   const Vecs<K> shifter = splat<K>(12582912.0f);  // 1.5 * 2^23: rounds to an integer
   const Vecs<K> n = sub(fmadd(x, splat<K>(kLog2eF), shifter), shifter);
   Vecs<K> p;
-  if constexpr (full_polynomials(A)) {
+  if constexpr (A == Accuracy::full) {
     Vecs<K> r = fnmadd(n, splat<K>(0.693145751953125f), x);  // ln2 high part
     r = fnmadd(n, splat<K>(1.42860682030941723e-6f), r);     // ln2 - high
     p = fmadd(splat<K>(1.381461276e-03f), r, splat<K>(8.368710056e-03f));
@@ -249,7 +242,7 @@ DNNB_AVX512_INLINE Vecs<K> sigmoid_v(const Vecs<K>& x) {
 //   so signs, -0 and NaN need no handling: 13 uops instead of both branches and a blend.
 template <Accuracy A, int K>
 DNNB_AVX512_INLINE Vecs<K> tanh_v(const Vecs<K>& x) {
-  if constexpr (!full_polynomials(A)) {
+  if constexpr (A == Accuracy::half) {
     const Vecs<K> xc = clamp_keep_nan(x, -5.0f, 5.0f);
     const Vecs<K> s = mul(xc, xc);
     Vecs<K> p = fmadd(splat<K>(1.637113863e-03f), s, splat<K>(1.166178137e-01f));
@@ -267,16 +260,8 @@ DNNB_AVX512_INLINE Vecs<K> tanh_v(const Vecs<K>& x) {
     p = fmadd(p, s, splat<K>(1.333330358e-01f));
     p = fmadd(p, s, splat<K>(-3.333333317e-01f));
     const Vecs<K> small = fmadd(mul(a, s), p, a);
-    Vecs<K> large;
-    if constexpr (A == Accuracy::full) {
-      const Vecs<K> e = exp_nonnegative<A>(add(a, a));
-      large = sub(splat<K>(1.0f), div(splat<K>(2.0f), add(e, splat<K>(1.0f))));
-    } else {
-      // 2|x| clamped to 20 keeps e^{2|x|} + 1 finite for reciprocal(): at |x| >= 10 the result
-      // is 1 - 4e-9 or closer, which rounds to 1 (half an ulp below 1 is 3e-8), as tanh does.
-      const Vecs<K> e = exp_clamped<A>(min_keep_nan(20.0f, add(a, a)));
-      large = fnmadd(reciprocal(add(e, splat<K>(1.0f))), splat<K>(2.0f), splat<K>(1.0f));  // 1 - 2r, one rounding
-    }
+    const Vecs<K> e = exp_nonnegative<A>(add(a, a));
+    const Vecs<K> large = sub(splat<K>(1.0f), div(splat<K>(2.0f), add(e, splat<K>(1.0f))));
     Masks<K> is_small;
     DNNB_EACH is_small.m[k] = _mm512_cmp_ps_mask(a.v[k], _mm512_set1_ps(0.625f), _CMP_LT_OQ);
     return copy_sign(select(is_small, small, large), x);  // also keeps -0 and NaN as they are
@@ -301,7 +286,7 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
   const Vecs<K> a = min_keep_nan(20.0f, abs(x));
   const Vecs<K> x2 = mul(a, a);
   Vecs<K> half_erfc;
-  if constexpr (!full_polynomials(A)) {
+  if constexpr (A == Accuracy::half) {
     const Vecs<K> t = reciprocal(fmadd(a, splat<K>(0.353553390593273762f), splat<K>(1.0f)));  // 1 + z/2
     Vecs<K> h = fmadd(splat<K>(4.735838994e-02f), t, splat<K>(-1.906996071e-01f));
     h = fmadd(h, t, splat<K>(2.136523128e-01f));
@@ -313,10 +298,7 @@ DNNB_AVX512_INLINE Vecs<K> normal_cdf_v(const Vecs<K>& x) {
     half_erfc = mul(exp_minus_half(x2), h);
   } else {
     const Vecs<K> z = mul(a, splat<K>(0.707106781186547524f));
-    const Vecs<K> d = fmadd(z, splat<K>(0.5f), splat<K>(1.0f));  // in [1, 8.1]: reciprocal() may take it
-    Vecs<K> t;
-    if constexpr (A == Accuracy::full) t = div(splat<K>(1.0f), d);
-    else t = reciprocal(d);
+    const Vecs<K> t = div(splat<K>(1.0f), fmadd(z, splat<K>(0.5f), splat<K>(1.0f)));
     Vecs<K> h = fmadd(splat<K>(-2.760923281e-02f), t, splat<K>(1.323873103e-01f));
     h = fmadd(h, t, splat<K>(-2.217173278e-01f));
     h = fmadd(h, t, splat<K>(1.118340418e-01f));

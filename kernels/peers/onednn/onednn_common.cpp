@@ -2,6 +2,7 @@
 
 #include "core/bench.h"
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -184,10 +185,18 @@ Status execute_bound(OpCall& call, const Prepared& prepared, const std::vector<s
 }
 
 bool register_peer(PeerOp op) {
+  if (op.variant.empty() != op.when.empty()) {
+    std::fprintf(stderr, "dnnblocks: onednn %s%s%s: %s\n", op.op.c_str(), op.variant.empty() ? "" : "/",
+                 op.variant.c_str(),
+                 op.variant.empty() ? "a default carries no `when` sentence" : "an alternative needs its `when` sentence");
+    return false;
+  }
   auto shared = std::make_shared<const PeerOp>(std::move(op));
   Implementation impl;
   impl.op = shared->op;
   impl.backend = "onednn";
+  impl.variant = shared->variant;
+  impl.when = shared->when;
   impl.dtypes = shared->dtypes;
   impl.supports = [shared](const Problem& p, const DeviceRuntime& d) { return supports(*shared, p, d); };
   impl.run = [shared](OpCall& call) { return run(*shared, call); };
@@ -195,6 +204,8 @@ bool register_peer(PeerOp op) {
   // binary and reduction kernels flush subnormal results to zero where torch keeps them.
   impl.known_deviations = {{"*:bf16:*fixture=denormal*",
                             "oneDNN 2.6 bf16 kernels flush subnormal outputs to zero (torch keeps them)"}};
+  impl.known_deviations.insert(impl.known_deviations.end(), shared->known_deviations.begin(),
+                               shared->known_deviations.end());
   return Registry::instance().add_implementation(std::move(impl));
 }
 

@@ -49,8 +49,16 @@ struct PeerOp {
                                  const std::vector<Layout>& outputs)> make;
   // Runs it; default: binds every OpCall tensor to its argument as it is in memory.
   std::function<Status(OpCall&, const Prepared&)> execute;
+  // "" for the op's default onednn implementation; an alternative names its variant and says
+  // in `when` (one sentence, Implementation::when) when a user would choose it.
+  std::string variant;
+  std::string when;
+  // Ways this op differs from PyTorch beyond those every peer op has (register_peer).
+  std::vector<KnownDeviation> known_deviations;
 };
 
+// Registers `op` as backend "onednn". An alternative without `when`, or a default with one,
+// is not registered (false, with a message on stderr).
 bool register_peer(PeerOp op);
 
 // Binds call.inputs[i] / outputs[i] to prepared.inputs[i] / outputs[i] (host pointers),

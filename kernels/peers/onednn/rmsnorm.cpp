@@ -18,8 +18,16 @@ Result<Prepared> make_rmsnorm(const Problem& p, const std::vector<Layout>&, cons
   return rmsnorm_expressible(p);
 }
 
-DNNB_REGISTER(register_peer({"rmsnorm", {DType::f32, DType::f16, DType::bf16}, rmsnorm_expressible, make_rmsnorm,
-                             nullptr}));
+PeerOp rmsnorm_peer() {
+  PeerOp op;
+  op.op = "rmsnorm";
+  op.dtypes = {DType::f32, DType::f16, DType::bf16};
+  op.expressible = rmsnorm_expressible;
+  op.make = make_rmsnorm;
+  return op;
+}
+
+DNNB_REGISTER(register_peer(rmsnorm_peer()));
 
 }  // namespace
 }  // namespace dnnb::onednn

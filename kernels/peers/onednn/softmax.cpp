@@ -27,7 +27,16 @@ Result<Prepared> make_softmax(const Problem&, const std::vector<Layout>& in, con
   return Prepared{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, *src}}, {{DNNL_ARG_DST, *dst}}};
 }
 
-DNNB_REGISTER(register_peer({"softmax", {DType::f32, DType::f16, DType::bf16}, softmax_expressible, make_softmax, nullptr}));
+PeerOp softmax_peer() {
+  PeerOp op;
+  op.op = "softmax";
+  op.dtypes = {DType::f32, DType::f16, DType::bf16};
+  op.expressible = softmax_expressible;
+  op.make = make_softmax;
+  return op;
+}
+
+DNNB_REGISTER(register_peer(softmax_peer()));
 
 }  // namespace
 }  // namespace dnnb::onednn
