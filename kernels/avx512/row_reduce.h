@@ -1,5 +1,5 @@
 // One-row reductions shared by reduce.cpp, layernorm.cpp and rmsnorm.cpp: sum, sum of
-// squares about a shift, and max of a contiguous span. Four vector accumulators (64 partial
+// differences from a shift, sum of squares (about a shift), and max of a contiguous span. Four vector accumulators (64 partial
 // results) are folded into a running total every kBlock elements, so a sum adds at most
 // ~64 + n/kBlock terms in any one f32 chain. Elements are loaded in whatever lane order is
 // cheapest for the format (load2_any_order): each lane still sums a fixed set of elements.
@@ -11,9 +11,10 @@
 
 namespace dnnb::avx512 {
 
-// sum_squares: sum of x^2 (norm2, rmsnorm); squared_deviations: sum of (x - shift)^2
-// (layernorm): apart so that the unshifted one does not pay a subtraction per vector.
-enum class Reduce { sum, sum_squares, squared_deviations, max };
+// deviations: sum of x - shift, and squared_deviations: sum of (x - shift)^2 (layernorm);
+// sum_squares: sum of x^2 (norm2, rmsnorm). Apart from sum and sum_squares so that those do not
+// pay a subtraction per vector.
+enum class Reduce { sum, deviations, sum_squares, squared_deviations, max };
 
 template <Reduce K>
 struct Accumulate {
@@ -23,6 +24,7 @@ struct Accumulate {
   }
   DNNB_AVX512_INLINE static __m512 add(__m512 acc, __m512 v, __m512 shift) {
     if constexpr (K == Reduce::max) return _mm512_max_ps(acc, v);
+    if constexpr (K == Reduce::deviations) return _mm512_add_ps(acc, _mm512_sub_ps(v, shift));
     if constexpr (K == Reduce::sum_squares) return _mm512_fmadd_ps(v, v, acc);
     if constexpr (K == Reduce::squared_deviations) {
       const __m512 d = _mm512_sub_ps(v, shift);
@@ -45,7 +47,8 @@ struct Accumulate {
 
 constexpr int64_t kReduceBlock = 4096;
 
-// Sum, sum of x^2, sum of (x - shift)^2, or max (NaN if any element is NaN) of p[0, n), in f32.
+// Sum, sum of x - shift, sum of x^2, sum of (x - shift)^2, or max (NaN if any element is NaN)
+// of p[0, n), in f32.
 // `next` (the thread's next row: reduce.cpp with DNNB_AVX512_PREFETCH=2) is prefetched into
 // L2 alongside, 64 columns per step; `ahead` as above.
 template <class Fmt, Reduce K, bool kPrefetch, bool kAhead>
@@ -89,7 +92,7 @@ DNNB_AVX512_INLINE float reduce_span_impl(const typename Fmt::storage* p, int64_
 // drops NaN). Per 32 elements: 4 ALU uops (shift, VPTERNLOGD, max, min), where the f32 path
 // takes 7.5 for f16 (two 2-uop VCVTPH2PS, two VMAXPS, a compare and half a mask OR) and 5.5
 // for bf16. The max of a set is exact, so the result is the float path's, except that a row
-// whose largest values are -0 and +0 gives +0 (the f32 path gave either, by lane order).
+// whose largest values are -0 and +0 gives +0 (a float max would give either, by lane order).
 template <class Fmt, bool kPrefetch, bool kAhead>
 DNNB_AVX512_INLINE float max16_span_impl(const uint16_t* p, int64_t n, const NextRow& next, const Ahead& ahead) {
   constexpr int16_t inf = Fmt::dtype == DType::f16 ? 0x7c00 : 0x7f80;  // +Inf's bits and key
@@ -134,7 +137,7 @@ DNNB_AVX512_INLINE float max16_span_impl(const uint16_t* p, int64_t n, const Nex
 }
 
 // The loops without prefetching are compiled apart: an empty NextRow then costs nothing per
-// step (a per-step check measured ~8% on rows in cache).
+// step (a per-step check costs ~8% on rows in cache).
 template <class Fmt, Reduce K, bool kAhead>
 DNNB_AVX512_INLINE float reduce_span_ahead(const typename Fmt::storage* p, int64_t n, float shift_value,
                                            const NextRow& next, const Ahead& ahead) {
@@ -173,7 +176,12 @@ inline MeanM2 merge_mean_m2(const MeanM2& a, const MeanM2& b) {
 
 // Exact two-pass statistics per kReduceBlock block (mean, then squares about it: the block
 // is still in L1 for the second pass), blocks merged with Chan's update: one pass over
-// memory without the cancellation of sum/sum-of-squares.
+// memory without the cancellation of sum/sum-of-squares. The mean is the block's first
+// element plus the mean of the differences from it: a constant block (a row of zero
+// variance) then has its value as its mean exactly, every x - mean is 0 and layernorm gives
+// y = b exactly, as torch does, where a plain f32 sum / n can be off by an ulp of x, which
+// 1/sqrt(var + eps) then multiplies by up to 1/sqrt(eps). Rows of nearly equal values gain
+// the same way: the differences from the first element carry no common part to round off.
 template <class Fmt>
 MeanM2 mean_m2_span(const typename Fmt::storage* p, int64_t n) {
   MeanM2 acc;
@@ -181,7 +189,8 @@ MeanM2 mean_m2_span(const typename Fmt::storage* p, int64_t n) {
     const int64_t len = std::min(kReduceBlock, n - b);
     MeanM2 block;
     block.count = static_cast<double>(len);
-    block.mean = reduce_span<Fmt, Reduce::sum>(p + b, len) / static_cast<float>(len);
+    const float first = Fmt::to_float(p[b]);
+    block.mean = first + reduce_span<Fmt, Reduce::deviations>(p + b, len, first) / static_cast<float>(len);
     block.m2 = reduce_span<Fmt, Reduce::squared_deviations>(p + b, len, block.mean);
     acc = merge_mean_m2(acc, block);
   }
