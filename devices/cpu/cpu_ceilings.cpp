@@ -226,8 +226,8 @@ using HostMemory = std::unique_ptr<char, FreeDeleter>;
 // DRAM stream buffers (`pages` given) are asked for on 2 MiB pages (allocate_host_memory,
 // core/host_device.h; cpu:0's tensors only with DNNB_HOST_HUGE_PAGES=1): with 4 KiB pages a
 // stream also pays a page walk every 4 KiB, and in VMs the first passes over fresh 4 KiB pages
-// ran up to 40% slower, so two runs differed by more than the 2% target. `pages` says what was
-// asked for, for the how line.
+// can run up to 40% slower, so two runs would differ by more than the 2% target. `pages` says
+// what was asked for, for the how line.
 Result<HostMemory> allocate(size_t bytes, std::string* pages = nullptr) {
   auto p = allocate_host_memory(bytes, pages != nullptr, pages);
   if (!p) return Status::error("cannot allocate " + format_mib(bytes) + " of host memory: " + p.status().message);
@@ -287,9 +287,9 @@ bool has_avx512() { return cpu_features().avx512_core_usable(); }
 
 // How far ahead of its loads the second method of each DRAM stream prefetches (bytes). The
 // AVX-512 elementwise kernels prefetch 4 KiB ahead (kDefaultEltwiseAhead, avx512_common.h),
-// and on the GPU machine's Xeon they then ran above the plain copy stream (2026-11-25: relu
-// f32 at 117% of it, docs/perf.md): a ceiling that a kernel beats is not the ceiling. So the
-// DRAM probes time both methods and keep the faster (better_of).
+// which on a CPU whose hardware streamer stops at every 4 KiB page takes them above a plain
+// copy stream: a ceiling that a kernel beats is not the ceiling. So the DRAM probes time both
+// methods and keep the faster (better_of).
 constexpr size_t kStreamAhead = 4096;
 
 #if defined(__x86_64__)

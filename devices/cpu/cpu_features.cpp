@@ -173,9 +173,9 @@ std::pair<int, std::string> count_physical_cores() {
 // The clock this core runs at now, measured: a chain of dependent 64-bit register-register
 // adds retires one per cycle on every x86 core since the P6, so adds per second is cycles per
 // second (add-immediate chains are not used: newer renamers fold them, running faster than 1
-// per cycle; a dependent imul chain, 3 cycles each, gave the same clock on an EPYC: 4.2 GHz). Run on one
-// core with the others idle it reads the turbo clock, which a VM hides when it reports only
-// the base clock in /proc/cpuinfo. The best of 5 runs of ~4 ms each (preemption only lowers
+// per cycle; a dependent imul chain, 3 cycles each, gives the same clock). Run on one core
+// with the others idle it reads the turbo clock, which a VM hides when it reports only the
+// base clock in /proc/cpuinfo. The best of 5 runs of ~4 ms each (preemption only lowers
 // a run), so ~20 ms once per process. 0 when the clock cannot be read.
 double measured_core_clock_hz() {
   constexpr long kBlocks = 1 << 17;  // x 32 adds: ~4.2M cycles, 1-4 ms at 1-4 GHz
@@ -211,8 +211,8 @@ std::pair<double, std::string> detect_frequency(const std::string& brand) {
     return {std::atof(khz.c_str()) * 1e3, "sysfs cpufreq/cpuinfo_max_freq (maximum, may include boost)"};
 
   // CPUID leaf 0x16 (Intel since Skylake): base and maximum (turbo) clock in MHz. Many VMs
-  // pass it through where they hide cpufreq; "cpu MHz" there is the base clock, and an
-  // all-core AVX-512 FMA loop measured 132-160% of a base-clock peak on the GPU machine's Xeon.
+  // pass it through where they hide cpufreq; "cpu MHz" there is the base clock, which an
+  // all-core AVX-512 FMA loop can beat by 30% or more, so a base-clock peak is no ceiling.
 #if defined(DNNB_X86)
   const CpuidRegs clocks = cpuid(0x16);
   if ((clocks.ebx & 0xffff) > 0)

@@ -1,10 +1,10 @@
 // cross_entropy: mean over kept rows of logsumexp(row) - row[target]. Whole rows per thread:
 // sum e^x in one pass where that is safe (exp_row_unshifted), else the row's max, then sum
 // e^(x - max) from cache (one exponential per element, the next row prefetched meanwhile);
-// rows cut into column chunks: online statistics per chunk, merged in
-// column order. logsumexp = max + log sum. The per-row losses are summed in f64 on the
-// calling thread in row order (deterministic, and n_rows terms would otherwise add
-// ~n_rows/2 ulp). All rows ignored gives NaN, as torch.
+// rows cut into column chunks: online statistics per chunk, merged in column order.
+// logsumexp = max + log sum. The per-row losses are summed in f64 on the calling thread in
+// row order (deterministic, and n_rows terms would otherwise add ~n_rows/2 ulp). All rows
+// ignored gives NaN, as torch.
 #include "kernels/avx512/cross_entropy_rows.h"
 
 namespace dnnb::avx512 {

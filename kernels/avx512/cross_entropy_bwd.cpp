@@ -1,10 +1,9 @@
 // cross_entropy_bwd: dlogits = (softmax(row) - onehot(target)) / kept for kept rows, 0 for
 // ignored rows (the gradient of the mean loss with grad 1). Whole rows per thread: the row's
 // max, then e^(x - max) and its sum kept in an f32 scratch row (e^x and its sum in one pass
-// where safe: exp_row_unshifted), then one write pass in which
-// the target column gets p - 1 (the next row prefetched into L2 meanwhile: NextRow). Rows
-// cut into column chunks: online statistics, merged, then a write pass recomputing
-// e^(x - max).
+// where safe: exp_row_unshifted), then one write pass in which the target column gets p - 1
+// (the next row prefetched into L2 meanwhile: NextRow). Rows cut into column chunks: online
+// statistics, merged, then a write pass recomputing e^(x - max).
 #include "kernels/avx512/cross_entropy_rows.h"
 
 namespace dnnb::avx512 {
@@ -43,8 +42,7 @@ DNNB_AVX512 void zero_write(int64_t n, typename Fmt::storage* dx, bool stream) {
 // Columns other than the target's are written as e (1/sum 1/kept), one multiply by a
 // constant rounded once per row instead of two roundings per element (1 uop fewer per 16
 // columns; the result moves by at most ~1 ulp of f32, against 64 eps for f32 and 2 bf16
-// eps). The target's vector keeps (e/sum - 1)/kept: p - 1 cancels, so p is rounded first as
-// before.
+// eps). The target's vector keeps (e/sum - 1)/kept: p - 1 cancels, so p is rounded first.
 template <class Fmt>
 DNNB_AVX512 void gradient_row(const typename Fmt::storage* x, int64_t n, int64_t target, float inv_kept,
                               float* z, typename Fmt::storage* dx, bool stream, const NextRow& next) {

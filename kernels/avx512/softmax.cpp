@@ -4,8 +4,9 @@
 // (without a mask or softcap, e^z and its sum in one pass where safe: exp_row_unshifted);
 // the next row is prefetched into L2 during the exponential pass (NextRow).
 // Rows cut into column chunks (fewer rows than threads): online statistics per chunk
-// (softmax_row.h), merged in column order, then y written with the row's max and 1/sum. A row whose z are all -inf gives y = 0 (as
-// SDPA does). The mask is broadcast to x's shape (stride-0 rows/cols gathered per span).
+// (softmax_row.h), merged in column order, then y written with the row's max and 1/sum. A
+// row whose z are all -inf gives y = 0 (as SDPA does). The mask is broadcast to x's shape
+// (stride-0 rows/cols gathered per span).
 #include "kernels/avx512/softmax_row.h"
 
 namespace dnnb::avx512 {

@@ -105,7 +105,7 @@ DNNB_AVX512_INLINE float exp_sum_pass(int64_t n, const Z32& z32, const ZTail& z_
 // the row from L1/L2) or the subtraction in it, and without the clamp (see below). The result
 // is kept when 1 <= sum <= 2^64 and taken as {max 0, sum}; otherwise (a NaN or an infinite
 // logit, logits past ~44, rows whose every e^z is below ~1/n) the row is redone shifted by its
-// max, as before, so every edge gives what the shifted form gives.
+// max, so every edge gives what the shifted form gives.
 // Why those bounds suffice:
 // - sum >= 1: an e that falls into the f32 subnormals is off by at most half their spacing,
 //   2^-150 absolute, so e / sum is off by at most 2^-150 (shifted by the max, torch's own e
