@@ -9,7 +9,8 @@
 #   the reference, which runs at 64x8192 (it is a float64 oracle, not a kernel), and a sweep
 #   up to 16384x8192 for add, softmax, layernorm and rmsnorm.
 # Environment: REPORT_DEVICES (ids; default every device), REPORT_BACKENDS (default all),
-# CEILINGS (a `roofline --out` file to reuse), NO_REPORT=1 (bench only; report made later).
+# CEILINGS (a `roofline --out` file to reuse), NO_REPORT=1 (bench only; report made later),
+# SWEEP_OPS (the ops of the size sweep; default above).
 set -uo pipefail
 bin=$1
 out=$2
@@ -21,6 +22,7 @@ note() { echo "report.sh: $*"; }
 # Full: 5 repetitions and a 1 s cap per case keep the whole H200 run inside the device budget.
 if [ "$mode" = full ]; then roof_args=(); big=(--repetitions 5 --max-time 1); sweep_top=16384x8192; sweep_ops="add softmax layernorm rmsnorm"
 else roof_args=(--quick); big=(--size 64x8192); sweep_top=1024x8192; sweep_ops="add softmax rmsnorm"; fi
+sweep_ops=${SWEEP_OPS:-$sweep_ops}
 wanted() { [ -z "${REPORT_BACKENDS:-}" ] || [[ " ${REPORT_BACKENDS//,/ } " == *" $1 "* ]]; }
 
 if [ -n "${CEILINGS:-}" ]; then

@@ -160,10 +160,12 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
     filters.push_back(f);
     start = comma + 1;
   }
+  // Defaults only, unless --variants all or the filter names the variant.
   auto selected = [&](const Implementation& impl) {
-    if (filters.empty()) return true;
+    const bool tier_ok = impl.is_default() || options.all_variants;
+    if (filters.empty()) return tier_ok;
     for (const auto& f : filters)
-      if (impl.backend == f.backend && (!f.variant_given || impl.variant == f.variant)) return true;
+      if (impl.backend == f.backend && (f.variant_given ? impl.variant == f.variant : tier_ok)) return true;
     return false;
   };
   std::optional<DType> dtype;

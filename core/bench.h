@@ -25,6 +25,7 @@ const char* to_string(CachePolicy policy);
 struct BenchOptions {
   std::string op_glob = "*";
   std::string backend;              // "" = all; "cuda,opencl"; "cuda/variant" selects a variant
+  bool all_variants = false;        // the alternatives too (`--variants all`), not only defaults
   std::string dtype;                // "" = all of the implementation's
   std::vector<std::string> devices; // empty = first device of each backend's kind
   std::string size;                 // "shape[:params]"; "" = the spec's bench problems

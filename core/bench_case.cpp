@@ -32,7 +32,7 @@ Result<std::vector<Tensor>> make_bench_inputs(const OpSpec& spec, const Problem&
   small.shape[0] = kFilledRows;
   // A shape parameter that follows the rows (a broadcast operand b=16384x1 of a 16384x8192 a)
   // shrinks with them; otherwise the small problem would not broadcast and all 10^8 elements
-  // were filled at random (~5 s a case on the GPU machine's host, session 9).
+  // would be filled at random (seconds a case).
   for (auto& [key, value] : small.params) {
     auto shape = parse_shape(value);
     if (shape && shape->size() == problem.shape.size() && shape->size() >= 2 && (*shape)[0] == problem.shape[0]) {

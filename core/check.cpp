@@ -17,6 +17,7 @@
 namespace dnnb {
 
 const char* CaseResult::verdict() const {
+  if (timed_out) return "TIMEOUT";
   switch (status) {
     case StatusCode::ok: return "PASS";
     case StatusCode::mismatch: return known_deviation.empty() ? "FAIL" : "XFAIL";
@@ -26,6 +27,21 @@ const char* CaseResult::verdict() const {
     case StatusCode::bad_input: return "BAD_INPUT";
   }
   return "?";
+}
+
+const char* to_string(CheckTier tier) {
+  switch (tier) {
+    case CheckTier::smoke: return "smoke";
+    case CheckTier::ci: return "ci";
+    case CheckTier::full: return "full";
+  }
+  return "?";
+}
+
+Result<CheckTier> parse_check_tier(const std::string& text) {
+  for (CheckTier t : {CheckTier::smoke, CheckTier::ci, CheckTier::full})
+    if (text == to_string(t)) return t;
+  return Status::bad_input("--tier: unknown tier '" + text + "' (smoke, ci or full)");
 }
 
 namespace {
@@ -210,6 +226,13 @@ Status make_random_data(const PlannedCase& pc, const Signature& sig, CaseData& d
   return Status::ok();
 }
 
+// The smoke tier's one fixture of an op and dtype: its `basic` case where it has one.
+const FixtureEntry* smoke_fixture(const std::vector<const FixtureEntry*>& entries) {
+  for (const FixtureEntry* e : entries)
+    if (e->problem.find("fixture=basic") != std::string::npos) return e;
+  return entries.front();
+}
+
 }  // namespace
 
 Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest) {
@@ -290,6 +313,7 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
   if (!options.device.empty() && options.device.find(':') == std::string::npos)
     return Status::bad_input("--device: '" + options.device + "' is not an id like cpu:0, cuda:0 or opencl:0.0");
 
+  const bool all_variants = options.all_variants || options.tier == CheckTier::full;
   bool any_op = false;
   for (const auto& spec : reg.ops()) {
     if (!glob_match(options.op_glob, spec.name)) continue;
@@ -297,6 +321,7 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
     for (const Implementation* impl : reg.implementations_of(spec.name)) {
       if (!backend_filter.empty() && impl->backend != backend_filter) continue;
       if (variant_given && impl->variant != variant_filter) continue;
+      if (!variant_given && !all_variants && !impl->is_default()) continue;
       std::vector<std::pair<DeviceRuntime*, std::string>> devs;
       DNNB_TRY(device_for(impl->backend, "", options.device, devs));
       for (const auto& device_and_reason : devs) {
@@ -319,10 +344,16 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
             pc.fixture = fixture;
             plan.push_back(std::move(pc));
           };
-          if (options.fixtures)
-            for (const FixtureEntry* e : manifest.cases_for(spec.name, dtype)) add(*Problem::parse(e->problem), e);
-          if (options.random && impl->backend != "reference") {
-            for (const auto& text : spec.check_problems) {
+          if (options.fixtures) {
+            std::vector<const FixtureEntry*> entries = manifest.cases_for(spec.name, dtype);
+            if (options.tier == CheckTier::smoke && !entries.empty()) entries = {smoke_fixture(entries)};
+            for (const FixtureEntry* e : entries) add(*Problem::parse(e->problem), e);
+          }
+          if (options.random && impl->backend != "reference" && options.tier != CheckTier::smoke) {
+            std::vector<std::string> problems = spec.check_problems;
+            if (options.tier == CheckTier::full)
+              problems.insert(problems.end(), spec.bench_problems.begin(), spec.bench_problems.end());
+            for (const auto& text : problems) {
               auto p = Problem::parse(spec.name + ":" + dtype_name(dtype) + ":" + text);
               if (!p) return Status::bad_input("op " + spec.name + ": check problem '" + text + "': " + p.status().message);
               add(*p, nullptr);

@@ -14,7 +14,19 @@
 
 namespace dnnb {
 
+// How much a check covers. smoke: one fixture per op and dtype (seconds); ci: every fixture
+// and the random problems sized for a 2-core machine (the default); full: also each op's
+// bench problems as random cases (real model sizes) and every alternative implementation.
+enum class CheckTier { smoke, ci, full };
+const char* to_string(CheckTier tier);
+Result<CheckTier> parse_check_tier(const std::string& text);
+
 struct CheckOptions {
+  CheckTier tier = CheckTier::ci;
+  // Alternatives run with `--variants all`, the full tier, or when --backend names one.
+  bool all_variants = false;
+  // A case that has not returned after this many seconds is reported TIMEOUT (0: no limit).
+  double case_timeout_s = 600;
   std::string op_glob = "*";
   std::string backend;         // "" = all; "cuda" or "cuda/variant"
   std::string dtype;           // "" = all
@@ -53,8 +65,9 @@ struct CaseResult {
   std::vector<OutputResult> outputs;
   double seconds = 0;
   std::string known_deviation;    // a mismatch the implementation documents (XFAIL)
+  bool timed_out = false;         // status error: did not return within --case-timeout
 
-  const char* verdict() const;    // PASS FAIL XFAIL SKIP UNSUPPORTED BAD_INPUT ERROR
+  const char* verdict() const;    // PASS FAIL XFAIL SKIP UNSUPPORTED BAD_INPUT ERROR TIMEOUT
   bool expected_failure() const { return status == StatusCode::mismatch && !known_deviation.empty(); }
   bool failed() const { return (status == StatusCode::mismatch && known_deviation.empty()) || status == StatusCode::error; }
 };
@@ -73,6 +86,19 @@ CaseResult run_case(const PlannedCase& planned, const FixtureManifest& manifest,
 // one input laid out as its TensorSpec says (permuted, padded), returned as the logical view.
 Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig);
 Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec);
+
+// Runs the plan in order, each case on a worker thread watched by the calling one: a case that
+// does not return within options.case_timeout_s is reported TIMEOUT with its repro line and the
+// run goes on with the next case on a fresh worker. The stuck worker cannot be stopped: it is
+// left running, and `abandoned_case_workers()` counts such workers so that the CLI can end the
+// process without waiting for them (a hung GPU kernel ends with the process). A device other
+// than the host CPU that timed out is still busy with the stuck kernel, so its later cases are
+// reported SKIP with that reason instead of each waiting out the limit.
+// `on_result` sees each result as it is made (progress, printing).
+std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
+                                 const CheckOptions& options,
+                                 const std::function<void(size_t index, const CaseResult&)>& on_result = {});
+int abandoned_case_workers();
 
 CheckSummary summarize(const std::vector<CaseResult>& results);
 

@@ -273,7 +273,7 @@ Result<std::vector<CheckEntry>> parse_check(const nlohmann::json& doc, const std
   DNNB_TRY(check_header(doc, path, where, "check"));
   auto cases = doc.find("cases");
   if (cases == doc.end() || !cases->is_array()) return bad(path, where, "no 'cases' array");
-  static const std::set<std::string> verdicts = {"PASS", "FAIL", "XFAIL", "SKIP", "UNSUPPORTED", "BAD_INPUT", "ERROR"};
+  static const std::set<std::string> verdicts = {"PASS", "FAIL", "XFAIL", "SKIP", "UNSUPPORTED", "BAD_INPUT", "ERROR", "TIMEOUT"};
   std::vector<CheckEntry> entries;
   std::map<std::string, std::string> seen;
   for (size_t i = 0; i < cases->size(); ++i) {
@@ -377,6 +377,15 @@ Status apply_rerun(ResultsFile& candidate, const ResultsFile& rerun, bool replac
 
 // ---------------------------------------------------------------------------------------------
 // Comparison
+
+void drop_alternative_cases(ResultsFile& file) {
+  auto alternative = [](const std::string& case_id) {
+    const size_t at = case_id.rfind('@');
+    return at != std::string::npos && case_id.find('/', at) != std::string::npos;
+  };
+  if (file.bench) std::erase_if(*file.bench, [&](const BenchEntry& e) { return alternative(e.case_id); });
+  if (file.check) std::erase_if(*file.check, [&](const CheckEntry& e) { return alternative(e.case_id); });
+}
 
 const char* to_string(TimingVerdict verdict) {
   switch (verdict) {
@@ -569,7 +578,7 @@ CheckComparison compare_check(const std::vector<CheckEntry>& base, const std::ve
   std::map<std::string, const CheckEntry*> candidate_by_key;
   for (const auto& c : candidate) candidate_by_key[c.match_key] = &c;
   std::set<std::string> base_keys;
-  auto failing = [](const std::string& v) { return v == "FAIL" || v == "ERROR" || v == "BAD_INPUT"; };
+  auto failing = [](const std::string& v) { return v == "FAIL" || v == "ERROR" || v == "BAD_INPUT" || v == "TIMEOUT"; };
   for (const auto& b : base) {
     base_keys.insert(b.match_key);
     auto it = candidate_by_key.find(b.match_key);

@@ -93,6 +93,10 @@ std::string match_key_of_case_id(const std::string& case_id);
 Result<ResultsFile> load_results_file(const std::string& path);
 Result<ResultsFile> parse_results_json(const nlohmann::json& doc, const std::string& path);
 
+// Leaves out the cases of alternative implementations (a case id whose backend names a variant,
+// "...@cuda/smem:0"): compare judges the defaults unless given `--variants all`.
+void drop_alternative_cases(ResultsFile& file);
+
 // Adds a rerun (a bench file: the gate's reruns of ambiguous cases, each in a fresh process)
 // to `candidate`: where both ran, the rerun's repetitions join the candidate's (median and
 // noise recomputed over all, so a process that was slow alone is diluted and a slowdown that

@@ -1,10 +1,9 @@
 // Conformance per backend, op and dtype, so `ci/test.sh` gates on it: every fixture case and every
-// random case of each implementation must pass. One test per (backend, op, dtype): a slow one
-// (PoCL runs every OpenCL variant of the row ops on the CPU: over 500 s for all of layernorm's
-// dtypes on a 2-core machine) has its own time limit and says what it is, and ctest spreads the
-// tests over the machine's cores. A backend whose device is absent here is skipped with the reason
-// (e.g. "no CUDA device: ..."), one without an implementation of the op in that dtype says so, and
-// one whose implementations declare every case unsupported is skipped with their reason.
+// random case of the ci tier must pass, for the default implementation and every alternative (an
+// alternative that is kept must stay correct). One test per (backend, op, dtype), which ctest
+// spreads over the machine's cores. A backend whose device is absent here is skipped with the
+// reason (e.g. "no CUDA device: ..."), one without an implementation of the op in that dtype says
+// so, and one whose implementations declare every case unsupported is skipped with their reason.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -56,6 +55,7 @@ TEST_P(Conformance, AllCasesPass) {
   options.backend = backend;
   options.op_glob = op;  // op names hold no glob characters
   options.dtype = dtype;
+  options.all_variants = true;
   FixtureManifest manifest;
   auto plan = plan_check(options, manifest);
   ASSERT_TRUE(plan.is_ok()) << plan.status().message;

@@ -3,7 +3,7 @@
 // device supports; the others are listed with their reasons): an out-of-range target (C, and -1
 // with ignore_index -100), a NaN logit, a target on a -inf logit, each in the first, a middle and
 // the last row; a NaN among -inf logits (the running max stays -inf, so a kernel that only adds
-// exps once it has a finite max drops the NaN: CUDA's until session 15); every row ignored. The
+// exps once it has a finite max drops the NaN); every row ignored. The
 // loss must be NaN, +inf, NaN; clean inputs give a finite loss. Shapes: rows too short for the
 // OpenCL cached plans (33 columns, where a NaN in the last column was once the only value of its
 // work-item besides -inf and was dropped by dnnb_softmax_merge: a finite loss), a partial last

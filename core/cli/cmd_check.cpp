@@ -2,6 +2,8 @@
 // the reference; a table, a summary, the repro line of each failure, JSON and JUnit files.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -29,14 +31,37 @@ std::string format_output(const OutputResult& o) {
 
 struct CheckArgs {
   CheckOptions options;
+  std::string tier = "ci", variants = "defaults";
   std::string json_path, junit_path;
   bool verbose = false;
   bool no_random = false, no_fixtures = false;
 };
 
+// Seconds and cases per implementation label and device, in the order they first ran.
+struct BackendTime {
+  std::string where;
+  int cases = 0;
+  double seconds = 0;
+};
+
 int run_check_command(CheckArgs& args) {
   args.options.random = !args.no_random;
   args.options.fixtures = !args.no_fixtures;
+  auto tier = parse_check_tier(args.tier);
+  if (!tier) {
+    std::fprintf(stderr, "dnnblocks check: %s\n", tier.status().message.c_str());
+    return 2;
+  }
+  args.options.tier = *tier;
+  if (args.variants != "defaults" && args.variants != "all") {
+    std::fprintf(stderr, "dnnblocks check: --variants: '%s' is not 'defaults' or 'all'\n", args.variants.c_str());
+    return 2;
+  }
+  args.options.all_variants = args.variants == "all";
+  if (!(args.options.case_timeout_s >= 0)) {
+    std::fprintf(stderr, "dnnblocks check: --case-timeout: %g is not a number of seconds >= 0\n", args.options.case_timeout_s);
+    return 2;
+  }
   FixtureManifest manifest;
   auto plan = plan_check(args.options, manifest);
   if (!plan) {
@@ -44,14 +69,14 @@ int run_check_command(CheckArgs& args) {
     return 2;
   }
   const bool tty = isatty(fileno(stderr));
-  std::vector<CaseResult> results;
-  results.reserve(plan->size());
   std::map<std::string, int> folded_skips;  // "backend: reason" -> count
-  for (size_t i = 0; i < plan->size(); ++i) {
+  std::vector<BackendTime> times;
+  const auto started = std::chrono::steady_clock::now();
+  if (tty && !plan->empty()) std::fprintf(stderr, "[1/%zu] %s", plan->size(), (*plan)[0].id.to_string().c_str());
+  auto on_result = [&](size_t i, const CaseResult& r) {
     const PlannedCase& pc = (*plan)[i];
-    if (tty) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, plan->size(), pc.id.to_string().c_str());
-    CaseResult r = run_case(pc, manifest, args.options);
-    const bool quiet_skip = (r.status == StatusCode::skipped || r.status == StatusCode::unsupported) && !args.verbose;
+    const bool quiet_skip = (r.status == StatusCode::skipped || r.status == StatusCode::unsupported) && !args.verbose &&
+                            r.reason.rfind("not run: ", 0) != 0;
     if (quiet_skip) {
       folded_skips[std::string(r.verdict()) + " " + pc.id.backend + ": " + r.reason]++;
     } else {
@@ -60,15 +85,31 @@ int run_check_command(CheckArgs& args) {
                   r.source.c_str());
       for (const auto& o : r.outputs) std::printf("        %s\n", format_output(o).c_str());
       if (r.status != StatusCode::ok && !r.reason.empty()) std::printf("        %s\n", r.reason.c_str());
+      if (r.timed_out) std::printf("        rerun: %s\n", repro_command(r, args.options).c_str());
+      std::fflush(stdout);
     }
-    results.push_back(std::move(r));
-  }
+    const std::string where = pc.impl->label() + (r.device.empty() ? "" : "@" + r.device);
+    auto t = std::find_if(times.begin(), times.end(), [&](const BackendTime& b) { return b.where == where; });
+    if (t == times.end()) t = times.insert(times.end(), BackendTime{where});
+    t->cases++;
+    t->seconds += r.seconds;
+    if (tty && i + 1 < plan->size())
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 2, plan->size(), (*plan)[i + 1].id.to_string().c_str());
+  };
+  std::vector<CaseResult> results = run_plan(*plan, manifest, args.options, on_result);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (tty) std::fprintf(stderr, "\r\033[K");
   for (const auto& [what, count] : folded_skips) std::printf("%s (%d cases; --verbose lists them)\n", what.c_str(), count);
 
+  std::printf("\ntime per implementation and device (tier %s, variants %s):\n", args.tier.c_str(), args.variants.c_str());
+  for (const auto& t : times) std::printf("  %-32s %6d cases %9.2f s\n", t.where.c_str(), t.cases, t.seconds);
+  std::printf("  %-32s %6zu cases %9.2f s wall\n", "all", results.size(), wall);
   CheckSummary s = summarize(results);
+  int timeouts = 0;
+  for (const auto& r : results) timeouts += r.timed_out;
   std::printf("\ncheck: %d passed, %d failed, %d expected failures (known peer deviations), %d skipped, %d unsupported, %d bad input\n",
               s.passed, s.failed, s.expected_failures, s.skipped, s.unsupported, s.bad_input);
+  if (timeouts > 0) std::printf("check: %d of the failed cases timed out (--case-timeout %g s)\n", timeouts, args.options.case_timeout_s);
   if (s.failed + s.bad_input > 0) {
     std::printf("failures:\n");
     for (const auto& r : results) {
@@ -109,6 +150,14 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fixtures", args->options.fixtures_dir, "Fixtures directory holding manifest.json");
   cmd->add_option("--json", args->json_path, "Write results as JSON");
   cmd->add_option("--junit", args->junit_path, "Write results as JUnit XML");
+  cmd->add_option("--tier", args->tier,
+                  "smoke: one fixture per op and dtype; ci (default): every fixture and the random problems; "
+                  "full: also the bench problems and every variant");
+  cmd->add_option("--variants", args->variants,
+                  "defaults (default): each backend's default implementation; all: the alternatives too "
+                  "(a variant named in --backend B/V always runs)");
+  cmd->add_option("--case-timeout", args->options.case_timeout_s,
+                  "Seconds a case may take before it is reported TIMEOUT and the run goes on (0: no limit; default 600)");
   cmd->add_flag("--bitwise", args->options.bitwise, "Run each case twice and require identical bits");
   cmd->add_flag("--no-random", args->no_random, "Only fixture cases");
   cmd->add_flag("--no-fixtures", args->no_fixtures, "Only random cases against the reference");

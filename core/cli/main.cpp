@@ -1,7 +1,9 @@
 // dnnblocks: devices, list, check, inspect (bench, roofline, report, compare follow).
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
+#include "core/check.h"
 #include "core/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +26,14 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dnnblocks: internal error: %s\n", e.what());
     return 3;
+  }
+  // A case that timed out left its worker thread inside the stuck kernel: end the process
+  // without running static destructors, which would wait on (or free) what that kernel uses;
+  // the driver ends a kernel still running on a GPU with the process.
+  if (dnnb::abandoned_case_workers() > 0) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(exit_code);
   }
   return exit_code;
 }

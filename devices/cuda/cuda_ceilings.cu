@@ -205,8 +205,8 @@ Result<ProbeResult> empty_launch(DeviceRuntime& device, const ProbeOptions& opti
 // the device's cost of a kernel whose launch the graph prepared. Unlike the stream figure above,
 // which sits at a different level in each process (1.25-1.42 us on the H200's legacy stream,
 // 1.43-1.64 us on created streams, each level steady within 0.1% inside its process: the stream's
-// own path to the GPU, not the GPU), this one repeated to 0.01% across processes (0.681 us,
-// 2026-11-21, session 5): the launch floor of a device, for ops that run in graphs.
+// own path to the GPU, not the GPU), this one repeats to 0.01% across processes (0.681 us on
+// the H200): the launch floor of a device, for ops that run in graphs.
 Result<ProbeResult> graph_launch(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
@@ -272,9 +272,9 @@ std::string rate_text(double bytes_per_s) {
 }
 
 // The better of two copies of the same buffers: the 16-byte copy kernel and cudaMemcpyAsync
-// device to device. Neither wins everywhere: on the H200 the driver's copy measured 4.22 TB/s
-// where this kernel measured 3.93 (2026-11-20/21), so a kernel-only ceiling made "% of copy"
-// read ~7% high. Both are kept in `how`.
+// device to device. Neither wins everywhere: on the H200 the driver's copy measures 4.22 TB/s
+// where this kernel measures 3.93, so a kernel-only ceiling would make "% of copy" read ~7%
+// high. Both are kept in `how`.
 Result<ProbeResult> dram_copy(DeviceRuntime& device, const ProbeOptions& options) {
   auto cuda = cuda_of(device);
   if (!cuda) return cuda.status();
@@ -350,7 +350,7 @@ Result<ProbeResult> dram_read(DeviceRuntime& device, const ProbeOptions& options
 }
 
 // The L2 read rate depends on where a buffer lands: on the H200 one process's allocations of the
-// same size read at 8.61-8.85 TB/s (2.7% apart, 2026-11-21, session 5), each steady within 0.1%,
+// same size read at 8.61-8.85 TB/s (2.7% apart), each steady within 0.1%,
 // which moved a one-buffer figure 1.2-2.5% between runs. So the samples are spread over
 // kCacheAllocations buffers, all held at once (each lands elsewhere), and pooled: the median
 // is the typical placement's rate, repeatable within 0.5% between processes where one buffer

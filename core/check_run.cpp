@@ -1,0 +1,150 @@
+// Running a check plan under a per-case watchdog (run_plan in core/check.h).
+//
+// Each case runs on a worker thread while the calling thread waits for it with a time limit.
+// A kernel that never returns cannot be stopped from inside the process: its worker is left to
+// it, the case is reported TIMEOUT, and the next case starts on a fresh worker. The process
+// ends without joining such workers (abandoned_case_workers tells the CLI to), which also ends
+// a kernel still running on a GPU.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/check.h"
+
+namespace dnnb {
+
+namespace {
+
+std::atomic<int> g_abandoned_workers{0};
+
+// One thread that runs the jobs handed to it, one at a time.
+class CaseWorker {
+ public:
+  CaseWorker() : shared_(std::make_shared<Shared>()) {
+    std::shared_ptr<Shared> s = shared_;
+    thread_ = std::thread([s] { loop(*s); });
+  }
+  CaseWorker(const CaseWorker&) = delete;
+  CaseWorker& operator=(const CaseWorker&) = delete;
+  ~CaseWorker() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(shared_->m);
+      shared_->stop = true;
+    }
+    shared_->cv.notify_all();
+    thread_.join();
+  }
+
+  // The job's result, or nothing when it has not returned after timeout_s (<= 0: no limit).
+  std::optional<CaseResult> run(std::function<CaseResult()> job, double timeout_s) {
+    std::unique_lock<std::mutex> lock(shared_->m);
+    shared_->job = std::move(job);
+    shared_->done = false;
+    shared_->cv.notify_all();
+    auto done = [&] { return shared_->done; };
+    if (timeout_s > 0) {
+      if (!shared_->cv.wait_for(lock, std::chrono::duration<double>(timeout_s), done)) return std::nullopt;
+    } else {
+      shared_->cv.wait(lock, done);
+    }
+    return std::move(shared_->result);
+  }
+
+  // Leaves the thread to the job it is stuck in; the shared state lives as long as it does.
+  void abandon() {
+    thread_.detach();
+    ++g_abandoned_workers;
+  }
+
+ private:
+  struct Shared {
+    std::mutex m;
+    std::condition_variable cv;
+    std::function<CaseResult()> job;
+    CaseResult result;
+    bool done = false;
+    bool stop = false;
+  };
+
+  static void loop(Shared& s) {
+    std::unique_lock<std::mutex> lock(s.m);
+    for (;;) {
+      s.cv.wait(lock, [&] { return s.stop || s.job; });
+      if (s.stop) return;
+      std::function<CaseResult()> job = std::move(s.job);
+      s.job = nullptr;
+      lock.unlock();
+      CaseResult r = job();
+      lock.lock();
+      s.result = std::move(r);
+      s.done = true;
+      s.cv.notify_all();
+    }
+  }
+
+  std::shared_ptr<Shared> shared_;
+  std::thread thread_;
+};
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+}  // namespace
+
+int abandoned_case_workers() { return g_abandoned_workers.load(); }
+
+std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
+                                 const CheckOptions& options,
+                                 const std::function<void(size_t, const CaseResult&)>& on_result) {
+  std::vector<CaseResult> results;
+  results.reserve(plan.size());
+  auto worker = std::make_unique<CaseWorker>();
+  // Devices still busy with a case that timed out: device -> that case's id.
+  std::map<const DeviceRuntime*, std::string> busy;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PlannedCase& pc = plan[i];
+    CaseResult r;
+    if (auto it = busy.find(pc.device); pc.device != nullptr && it != busy.end()) {
+      r.case_id = pc.id.to_string();
+      r.device = pc.device->info().id;
+      r.source = pc.fixture ? "fixture " + pc.fixture->path : "random";
+      r.status = StatusCode::skipped;
+      r.reason = "not run: " + r.device + " is still running case " + it->second + ", which timed out";
+    } else {
+      std::optional<CaseResult> done =
+          worker->run([&pc, &manifest, &options] { return run_case(pc, manifest, options); }, options.case_timeout_s);
+      if (done) {
+        r = std::move(*done);
+      } else {
+        worker->abandon();  // its thread and state outlive the object; the process ends them
+        worker = std::make_unique<CaseWorker>();
+        r.case_id = pc.id.to_string();
+        r.device = pc.device ? pc.device->info().id : "";
+        r.source = pc.fixture ? "fixture " + pc.fixture->path : "random";
+        r.status = StatusCode::error;
+        r.timed_out = true;
+        r.seconds = options.case_timeout_s;
+        r.reason = "did not return within " + seconds_text(options.case_timeout_s) +
+                   " s (--case-timeout); the run goes on without it";
+        // The host CPU's next case runs on the fresh worker; any other device is still
+        // occupied by the stuck kernel (a GPU stream, an OpenCL queue).
+        if (pc.device != nullptr && pc.device->info().kind != DeviceKind::cpu) busy[pc.device] = r.case_id;
+      }
+    }
+    if (on_result) on_result(i, r);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace dnnb
