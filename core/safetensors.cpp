@@ -1,8 +1,11 @@
 // safetensors reader and writer. Format: 8-byte little-endian header length N, N bytes of
 // UTF-8 JSON (an object: tensor name -> {dtype, shape, data_offsets}, plus an optional
-// "__metadata__" object of strings), then the data section. Files are untrusted: every
-// check below names its rule so a failure says exactly what is wrong with the file.
+// "__metadata__" object of strings; core/safetensors_header.cpp parses it), then the data
+// section. Files are untrusted: every check names its rule so a failure says exactly what is
+// wrong with the file.
 #include "core/safetensors.h"
+
+#include "core/safetensors_header.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,12 +17,25 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <set>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 namespace dnnb {
+
+Status safetensors_rule_error(const std::string& label, const std::string& what,
+                              const char* rule) {
+  return Status::bad_input(label + ": " + what + " (rule: " + rule + ")");
+}
+
+std::string quoted_for_message(const std::string& text) {
+  constexpr size_t kMaxShown = 80;
+  const std::string shown = text.size() > kMaxShown ? text.substr(0, kMaxShown) : text;
+  std::string out =
+      nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > kMaxShown) out += "...";
+  return out;
+}
 
 namespace {
 
@@ -27,33 +43,16 @@ using nlohmann::json;
 
 // The reference implementation's limit: bigger headers are refused before parsing.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-// A valid header nests three deep (object -> tensor object -> shape array); anything much
-// deeper is hostile, and refusing it early keeps a 100 MB "[[[[..." from building a huge DOM.
-constexpr int kMaxJsonDepth = 8;
 constexpr const char* kMetadataKey = "__metadata__";
 
-// "an array", "a number": the JSON type of a value, for messages.
-std::string a_type(const json& value) {
-  const std::string name = value.type_name();
-  return (name[0] == 'a' || name[0] == 'o' ? "an " : "a ") + name;
-}
-
 Status rule_error(const std::string& label, const std::string& what, const char* rule) {
-  return Status::bad_input(label + ": " + what + " (rule: " + rule + ")");
+  return safetensors_rule_error(label, what, rule);
 }
 
-// Names come from the file: quote them with JSON escapes (no control bytes reach a terminal)
-// and cut very long ones.
-std::string quoted(const std::string& text) {
-  constexpr size_t kMaxShown = 80;
-  std::string shown = text.size() > kMaxShown ? text.substr(0, kMaxShown) : text;
-  std::string out = json(shown).dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxShown) out += "...";
-  return out;
-}
+std::string quoted(const std::string& text) { return quoted_for_message(text); }
 
-// Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF.
-// Returns the offset of the first bad byte, or `size` when all is well.
+// Strict UTF-8 (RFC 3629, as Rust's str::from_utf8): no overlong forms, no surrogates,
+// nothing above U+10FFFF. Returns the offset of the first bad byte, or `size` when all is well.
 size_t first_invalid_utf8(const uint8_t* p, size_t size) {
   size_t i = 0;
   while (i < size) {
@@ -90,150 +89,81 @@ bool valid_utf8(const std::string& s) {
   return first_invalid_utf8(reinterpret_cast<const uint8_t*>(s.data()), s.size()) == s.size();
 }
 
-// Thrown from the parse callback to stop parsing at the first structural rule broken;
-// nlohmann::json keeps only one of two equal keys, so duplicates are caught while parsing.
-struct HeaderAbort {
-  std::string what;
-  const char* rule;
-};
-
-Result<json> parse_header(const uint8_t* text, size_t size, const std::string& label) {
-  const size_t bad = first_invalid_utf8(text, size);
-  if (bad != size)
-    return rule_error(label, "header is not valid UTF-8 at header byte " + std::to_string(bad),
-                      "header-utf8");
-  std::vector<std::set<std::string>> keys_per_object;  // one set per open object
-  json::parser_callback_t callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth)
-          throw HeaderAbort{"header JSON nests deeper than " + std::to_string(kMaxJsonDepth),
-                            "header-depth"};
-        if (event == json::parse_event_t::object_start) keys_per_object.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!keys_per_object.empty()) keys_per_object.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        if (keys_per_object.empty() || !parsed.is_string()) break;
-        const auto& key = parsed.get_ref<const std::string&>();
-        if (!keys_per_object.back().insert(key).second) {
-          if (keys_per_object.size() == 1)
-            throw HeaderAbort{"name " + quoted(key) + " appears twice in the header",
-                              "duplicate-name"};
-          throw HeaderAbort{"key " + quoted(key) + " appears twice in one object", "duplicate-key"};
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    json header = json::parse(text, text + size, callback, /*allow_exceptions=*/true,
-                              /*ignore_comments=*/false);
-    if (!header.is_object())
-      return rule_error(label, "header JSON is " + a_type(header) + ", not an object",
-                        "header-object");
-    return header;
-  } catch (const HeaderAbort& abort) {
-    return rule_error(label, abort.what, abort.rule);
-  } catch (const json::exception& e) {
-    return rule_error(label, std::string("header is not valid JSON: ") + e.what(), "header-json");
-  }
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
 }
 
-Status parse_metadata(const json& value, const std::string& label,
-                      std::map<std::string, std::string>& metadata) {
-  if (!value.is_object())
-    return rule_error(label, "__metadata__ is " + a_type(value) + ", not an object",
-                      "metadata");
-  for (const auto& [key, item] : value.items()) {
-    if (!item.is_string())
-      return rule_error(label, "__metadata__ value of " + quoted(key) + " is " +
-                                   a_type(item) + ", not a string",
-                        "metadata");
-    metadata[key] = item.get<std::string>();
-  }
-  return Status::ok();
-}
-
-// One tensor's description, checked on its own (the layout across tensors comes after).
-Status parse_entry(const std::string& name, const json& value, uint64_t data_size,
-                   const std::string& label, SafetensorsEntry& entry) {
-  const std::string who = "tensor " + quoted(name);
-  if (!value.is_object())
-    return rule_error(label, who + " is " + a_type(value) + ", not an object",
-                      "tensor-entry");
-  // Other fields are ignored, as the reference reader ignores them.
-  entry.name = name;
-
-  auto dtype_it = value.find("dtype");
-  if (dtype_it == value.end() || !dtype_it->is_string())
-    return rule_error(label, who + " has no string \"dtype\"", "dtype");
-  const auto& dtype_text = dtype_it->get_ref<const std::string&>();
-  auto dtype = dtype_from_safetensors(dtype_text);
-  if (!dtype)
-    return rule_error(label, who + " has unknown dtype " + quoted(dtype_text) +
-                                 " (names are case-sensitive: F32, BF16, F8_E4M3, ...)",
-                      "dtype");
-  entry.dtype = *dtype;
-
-  auto shape_it = value.find("shape");
-  if (shape_it == value.end() || !shape_it->is_array())
-    return rule_error(label, who + " has no \"shape\" array", "shape");
-  constexpr uint64_t kMaxDim = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  for (const auto& dim : *shape_it) {
-    // nlohmann stores every non-negative integer literal as number_unsigned.
-    if (!dim.is_number_unsigned())
-      return rule_error(label, who + " shape has " + dim.dump() + ", not a non-negative integer",
-                        "shape");
-    const uint64_t d = dim.get<uint64_t>();
-    if (d > kMaxDim)
-      return rule_error(label, who + " shape dimension " + std::to_string(d) +
-                                   " does not fit in int64",
-                        "size-overflow");
-    entry.shape.push_back(static_cast<int64_t>(d));
-  }
-
-  auto offsets_it = value.find("data_offsets");
-  if (offsets_it == value.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
-      !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned())
-    return rule_error(label, who + " needs \"data_offsets\": [begin, end] of non-negative integers",
+// One tensor's byte range against its dtype and shape, with the reference's arithmetic:
+// the element count multiplies left to right in 64 bits and must never overflow (a later 0
+// does not excuse an overflowing product), and count x bits must be whole bytes.
+Status check_entry_size(const SafetensorsHeaderTensor& tensor, uint64_t data_size,
+                        const std::string& label, uint64_t* numel) {
+  const std::string who = "tensor " + quoted(tensor.name);
+  const char* dtype = safetensors_name(tensor.dtype);
+  if (tensor.begin > tensor.end)
+    return rule_error(label, who + " data_offsets begin " + std::to_string(tensor.begin) +
+                                 " > end " + std::to_string(tensor.end),
                       "data-offsets");
-  entry.begin = (*offsets_it)[0].get<uint64_t>();
-  entry.end = (*offsets_it)[1].get<uint64_t>();
-  if (entry.begin > entry.end)
-    return rule_error(label, who + " data_offsets begin " + std::to_string(entry.begin) +
-                                 " > end " + std::to_string(entry.end),
-                      "data-offsets");
-
-  // Left to right with overflow checks, as the reference does: a later 0 does not excuse
-  // an overflowing product (and shape_numel multiplies in the same order).
-  int64_t numel = 1;
-  for (int64_t d : entry.shape)
-    if (__builtin_mul_overflow(numel, d, &numel))
-      return rule_error(label, who + " element count of shape " + shape_to_string(entry.shape) +
-                                   " overflows int64",
+  uint64_t count = 1;
+  for (uint64_t d : tensor.shape)
+    if (__builtin_mul_overflow(count, d, &count))
+      return rule_error(label, who + " element count of shape " + dims_text(tensor.shape) +
+                                   " overflows 64 bits",
                         "size-overflow");
-  uint64_t bytes = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(numel), dtype_size(entry.dtype), &bytes))
-    return rule_error(label, who + " byte size overflows uint64", "size-overflow");
-  if (bytes != entry.end - entry.begin)
-    return rule_error(label, who + " " + safetensors_dtype_name(entry.dtype) + " shape [" +
-                                 shape_to_string(entry.shape) + "] needs " +
+  uint64_t bits = 0;
+  if (__builtin_mul_overflow(count, uint64_t{safetensors_bits(tensor.dtype)}, &bits))
+    return rule_error(label, who + " size in bits overflows 64 bits", "size-overflow");
+  if (bits % 8 != 0)
+    return rule_error(label, who + " " + dtype + " shape " + dims_text(tensor.shape) + " holds " +
+                                 std::to_string(count) + " elements of " +
+                                 std::to_string(safetensors_bits(tensor.dtype)) +
+                                 " bits: not a whole number of bytes",
+                      "sub-byte");
+  const uint64_t bytes = bits / 8;
+  if (bytes != tensor.end - tensor.begin)
+    return rule_error(label, who + " " + dtype + " shape " + dims_text(tensor.shape) + " needs " +
                                  std::to_string(bytes) + " bytes but data_offsets [" +
-                                 std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                                 ") hold " + std::to_string(entry.end - entry.begin),
+                                 std::to_string(tensor.begin) + ", " + std::to_string(tensor.end) +
+                                 ") hold " + std::to_string(tensor.end - tensor.begin),
                       "shape-size");
-  if (entry.end > data_size)
-    return rule_error(label, who + " data_offsets end " + std::to_string(entry.end) +
+  if (tensor.end > data_size)
+    return rule_error(label, who + " data_offsets end " + std::to_string(tensor.end) +
                                  " is past the data section of " + std::to_string(data_size) +
                                  " bytes",
                       "data-bounds");
+  *numel = count;
   return Status::ok();
+}
+
+// Whether a Shape (int64) holds `dims`: every dimension and each product, multiplied left to
+// right as shape_numel does, fit int64. A zero-element tensor may fail this ([2^40, 2^40, 0]
+// passes the format's 64-bit unsigned check) and is then no compute tensor.
+bool fits_int64_shape(const std::vector<uint64_t>& dims) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  int64_t product = 1;
+  for (uint64_t d : dims)
+    if (d > kMax || __builtin_mul_overflow(product, static_cast<int64_t>(d), &product))
+      return false;
+  return true;
+}
+
+SafetensorsEntry make_entry(SafetensorsHeaderTensor&& tensor, uint64_t numel,
+                            const uint8_t* data) {
+  SafetensorsEntry entry;
+  entry.name = std::move(tensor.name);
+  entry.file_dtype = tensor.dtype;
+  entry.file_shape = std::move(tensor.shape);
+  entry.numel = numel;
+  entry.begin = tensor.begin;
+  entry.end = tensor.end;
+  entry.data = data + tensor.begin;
+  if (fits_int64_shape(entry.file_shape) && compute_dtype_of(entry.file_dtype)) {
+    entry.dtype = compute_dtype_of(entry.file_dtype);
+    entry.shape.assign(entry.file_shape.begin(), entry.file_shape.end());
+  }
+  return entry;
 }
 
 struct ParsedFile {
@@ -257,47 +187,55 @@ Result<ParsedFile> parse_file(const uint8_t* base, size_t size, const std::strin
                                  " runs past the end of the " + std::to_string(size) +
                                  "-byte file",
                       "header-bounds");
-  auto header = parse_header(base + 8, static_cast<size_t>(header_size), label);
+  const uint8_t* header_text = base + 8;
+  const size_t bad = first_invalid_utf8(header_text, header_size);
+  if (bad != header_size)
+    return rule_error(label, "header is not valid UTF-8 at header byte " + std::to_string(bad),
+                      "header-utf8");
+  auto header = parse_safetensors_header(header_text, header_size, label);
   if (!header) return header.status();
 
   const uint8_t* data = base + 8 + header_size;
   const uint64_t data_size = size - 8 - header_size;
-  ParsedFile parsed;
-  for (const auto& [key, value] : header->items()) {
-    if (key == kMetadataKey) {
-      DNNB_TRY(parse_metadata(value, label, parsed.metadata));
-      continue;
-    }
-    SafetensorsEntry entry;
-    DNNB_TRY(parse_entry(key, value, data_size, label, entry));
-    entry.data = data + entry.begin;
-    parsed.entries.push_back(std::move(entry));
-  }
+  std::vector<uint64_t> numels(header->tensors.size());
+  for (size_t i = 0; i < header->tensors.size(); ++i)
+    DNNB_TRY(check_entry_size(header->tensors[i], data_size, label, &numels[i]));
 
-  // File order is data order; zero-byte ranges sort before a range starting at the same byte.
-  std::sort(parsed.entries.begin(), parsed.entries.end(),
-            [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
-              return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
-            });
+  // The ranges, in data order, must tile [0, data_size): each starts where the one before
+  // ends. Zero-byte ranges sort before a range starting at the same byte.
+  std::vector<size_t> order(header->tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto& tensors = header->tensors;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(tensors[a].begin, tensors[a].end, tensors[a].name) <
+           std::tie(tensors[b].begin, tensors[b].end, tensors[b].name);
+  });
   uint64_t covered = 0;  // the ranges so far tile [0, covered)
-  for (const auto& entry : parsed.entries) {
-    if (entry.begin > covered)
+  for (size_t i : order) {
+    const auto& tensor = tensors[i];
+    if (tensor.begin > covered)
       return rule_error(label, "bytes [" + std::to_string(covered) + ", " +
-                                   std::to_string(entry.begin) + ") before tensor " +
-                                   quoted(entry.name) + " belong to no tensor",
+                                   std::to_string(tensor.begin) + ") before tensor " +
+                                   quoted(tensor.name) + " belong to no tensor",
                         "hole");
-    if (entry.begin < covered)
-      return rule_error(label, "tensor " + quoted(entry.name) + " starts at byte " +
-                                   std::to_string(entry.begin) +
+    if (tensor.begin < covered)
+      return rule_error(label, "tensor " + quoted(tensor.name) + " starts at byte " +
+                                   std::to_string(tensor.begin) +
                                    " inside the previous tensor, which ends at " +
                                    std::to_string(covered),
                         "overlap");
-    covered = entry.end;
+    covered = tensor.end;
   }
   if (covered != data_size)
     return rule_error(label, "tensors end at data byte " + std::to_string(covered) + " but the " +
                                  "data section has " + std::to_string(data_size) + " bytes",
                       "trailing-bytes");
+
+  ParsedFile parsed;
+  parsed.metadata = std::move(header->metadata);
+  parsed.entries.reserve(order.size());
+  for (size_t i : order)
+    parsed.entries.push_back(make_entry(std::move(header->tensors[i]), numels[i], data));
   return parsed;
 }
 
@@ -362,7 +300,17 @@ Result<Tensor> SafetensorsFile::load(std::string_view name, DeviceRuntime& host)
   const SafetensorsEntry* entry = find(name);
   if (entry == nullptr)
     return Status::bad_input(path_ + ": no tensor named " + quoted(std::string(name)));
-  auto tensor = empty_tensor(host, entry->dtype, entry->shape);
+  if (!entry->dtype) {
+    const bool computable = compute_dtype_of(entry->file_dtype).has_value();
+    return Status::bad_input(
+        path_ + ": tensor " + quoted(entry->name) +
+        (computable ? " has shape " + dims_text(entry->file_shape) +
+                          ", beyond what int64 shapes hold (a dimension or product over 2^63 - 1)"
+                    : " has dtype " + std::string(safetensors_name(entry->file_dtype)) +
+                          ", which the suite does not compute in") +
+        ": it cannot be loaded as a tensor (dnnblocks inspect reads it)");
+  }
+  auto tensor = empty_tensor(host, *entry->dtype, entry->shape);
   if (!tensor) return tensor.status();
   const size_t bytes = static_cast<size_t>(entry->end - entry->begin);
   if (bytes > 0) DNNB_TRY(host.upload(*tensor->buffer, 0, entry->data, bytes));

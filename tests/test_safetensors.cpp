@@ -1,7 +1,9 @@
 // safetensors reader and writer: every malformed corpus file fails with its rule, valid
-// files (ours and one written by safetensors.torch.save_file) load with the right values,
-// and the writer round-trips with identical bytes. Corpus: tests/corpus/safetensors
-// (remade by make_corpus.py there).
+// files (ours and two written by safetensors.torch.save_file) load with the right values,
+// every dtype the format defines is accepted and decoded, and the writer round-trips with
+// identical bytes. Corpus: tests/corpus/safetensors (remade by make_corpus.py there; checked
+// against the reference reader by compare_with_reference.py). The reference reader's finer
+// rules, case by case: test_safetensors_header.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +37,15 @@ const std::map<std::string, std::string> kExpectedRule = {
     {"bad_json.safetensors", "header-json"},
     {"header_not_object.safetensors", "header-object"},
     {"deep_nesting.safetensors", "header-depth"},
+    {"bom_before_header.safetensors", "header-bom"},
+    {"nul_padded_header.safetensors", "header-padding"},
+    {"lone_surrogate.safetensors", "header-json"},
+    {"number_out_of_range.safetensors", "header-json"},
+    {"duplicate_metadata.safetensors", "duplicate-key"},
+    {"tensor_short_array.safetensors", "tensor-entry"},
+    {"dtype_map_two_keys.safetensors", "dtype"},
+    {"f4_odd_count.safetensors", "sub-byte"},
+    {"size_overflow_before_zero.safetensors", "size-overflow"},
     {"duplicate_name.safetensors", "duplicate-name"},
     {"duplicate_field.safetensors", "duplicate-key"},
     {"metadata_not_string.safetensors", "metadata"},
@@ -88,8 +99,11 @@ void expect_entry(const SafetensorsFile& file, const std::string& name, DType dt
                   const Shape& shape) {
   const SafetensorsEntry* entry = file.find(name);
   ASSERT_NE(entry, nullptr) << name;
-  EXPECT_EQ(entry->dtype, dtype) << name;
+  ASSERT_TRUE(entry->dtype.has_value()) << name;
+  EXPECT_EQ(*entry->dtype, dtype) << name;
+  EXPECT_EQ(entry->file_dtype, safetensors_dtype_of(dtype)) << name;
   EXPECT_EQ(entry->shape, shape) << name;
+  EXPECT_EQ(entry->numel, static_cast<uint64_t>(shape_numel(shape))) << name;
   EXPECT_EQ(entry->end - entry->begin, shape_numel(shape) * dtype_size(dtype)) << name;
 }
 
@@ -216,6 +230,147 @@ TEST(Safetensors, ReadsFileWrittenByTorchSaveFile) {
   EXPECT_EQ(values_of(*file, "steps"), (std::vector<double>{1, -1, 1099511627776.0}));
   EXPECT_EQ(file->metadata().at("producer"), "torch");
   EXPECT_EQ(file->metadata().at("config"), R"({"dim": 3})");
+}
+
+// The decoded values of a tensor of any file dtype (C64: real, imaginary, real, ...).
+std::vector<double> decoded(const SafetensorsFile& file, const std::string& name) {
+  const SafetensorsEntry* entry = file.find(name);
+  EXPECT_NE(entry, nullptr) << name;
+  if (entry == nullptr) return {};
+  std::vector<double> out;
+  const uint64_t values = entry->numel * safetensors_values_per_element(entry->file_dtype);
+  for (uint64_t i = 0; i < values; ++i)
+    out.push_back(decode_safetensors_value(entry->data, entry->file_dtype, i));
+  return out;
+}
+
+// NaN-aware equality for decoded values.
+void expect_values(const std::vector<double>& actual, const std::vector<double>& expected,
+                   const std::string& name) {
+  ASSERT_EQ(actual.size(), expected.size()) << name;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(expected[i]))
+      EXPECT_TRUE(std::isnan(actual[i])) << name << "[" << i << "] = " << actual[i];
+    else
+      EXPECT_EQ(actual[i], expected[i]) << name << "[" << i << "]";
+  }
+}
+
+TEST(Safetensors, EveryDtypeOfTheFormatIsAcceptedAndDecoded) {
+  auto file = open_valid("valid_all_dtypes.safetensors");
+  ASSERT_TRUE(file);
+  ASSERT_EQ(file->entries().size(), all_safetensors_dtypes().size());
+  for (size_t i = 0; i < file->entries().size(); ++i)  // one tensor per dtype, in enum order
+    EXPECT_EQ(file->entries()[i].file_dtype, all_safetensors_dtypes()[i]);
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::map<std::string, std::vector<double>> expected = {
+      {"bool", {1, 0}},
+      {"u8", {0, 255}},
+      {"i8", {-128, 127}},
+      {"u16", {0, 65535}},
+      {"i16", {-32768, 32767}},
+      {"u32", {0, 4294967295.0}},
+      {"i32", {-7, 2147483647}},
+      {"u64", {0, std::ldexp(1.0, 53)}},
+      {"i64", {-std::ldexp(1.0, 40), std::ldexp(1.0, 40)}},
+      {"f4", {0.5, 6, -0.5, -6, 1, -2, 0, -0.0}},
+      {"f8_e4m3", {1, nan}},
+      {"f8_e5m2", {1, inf}},
+      {"f8_e8m0", {1, std::ldexp(1.0, -127), std::ldexp(1.0, 127), nan}},
+      {"f8_e4m3fnuz", {1, nan, std::ldexp(1.0, -10), 240}},
+      {"f8_e5m2fnuz", {1, nan, std::ldexp(1.0, -17), 57344}},
+      {"f16", {1, -2.5}},
+      {"bf16", {1, -2.5}},
+      {"f32", {1.5, -2}},
+      {"f64", {0.1}},
+      {"c64", {1, -2, 0.5, 3}},
+  };
+  for (const auto& [name, values] : expected) expect_values(decoded(*file, name), values, name);
+  EXPECT_TRUE(std::signbit(decoded(*file, "f4")[7]));  // code 8 is -0
+  const SafetensorsEntry* f4 = file->find("f4");
+  ASSERT_NE(f4, nullptr);
+  EXPECT_EQ(f4->file_shape, (std::vector<uint64_t>{2, 4}));
+  EXPECT_EQ(f4->end - f4->begin, 4u);  // 8 elements of 4 bits
+  for (const char* f6 : {"f6_e2m3", "f6_e3m2"}) {
+    const SafetensorsEntry* entry = file->find(f6);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_FALSE(safetensors_decodable(entry->file_dtype));
+    EXPECT_EQ(entry->end - entry->begin, 3u);  // 4 elements of 6 bits
+  }
+
+  // Dtypes the suite computes in load as tensors; the others are refused by name.
+  for (const auto& entry : file->entries()) {
+    SCOPED_TRACE(entry.name);
+    auto tensor = file->load(entry.name, scratch_host());
+    EXPECT_EQ(tensor.is_ok(), compute_dtype_of(entry.file_dtype).has_value());
+    EXPECT_EQ(entry.dtype, compute_dtype_of(entry.file_dtype));
+    if (!tensor.is_ok()) {
+      EXPECT_EQ(tensor.status().code, StatusCode::bad_input);
+      EXPECT_NE(tensor.status().message.find(std::string("has dtype ") +
+                                             safetensors_name(entry.file_dtype)),
+                std::string::npos)
+          << tensor.status().message;
+    }
+  }
+}
+
+TEST(Safetensors, ReadsFileDtypesWrittenByTorch) {
+  auto file = open_valid("torch_file_dtypes.safetensors");
+  ASSERT_TRUE(file);
+  const std::map<std::string, std::vector<double>> expected = {
+      {"u16", {0, 65535}},
+      {"u32", {0, 4294967295.0}},
+      {"u64", {0, std::ldexp(1.0, 53)}},
+      {"i16", {-32768, 32767}},
+      {"c64", {1, -2, 0.5, 3}},
+      {"e8m0", {1, std::ldexp(1.0, -127), std::ldexp(1.0, 127)}},
+      {"e4m3fnuz", {1, 240, std::ldexp(1.0, -10)}},
+      {"e5m2fnuz", {1, 57344, std::ldexp(1.0, -17)}},
+      {"fp4", {0.5, 6, -0.5, -6}},  // torch's float4_e2m1fn_x2: element 2k in the low nibble
+  };
+  ASSERT_EQ(file->entries().size(), expected.size());
+  for (const auto& [name, values] : expected) expect_values(decoded(*file, name), values, name);
+  EXPECT_EQ(file->find("fp4")->file_shape, (std::vector<uint64_t>{4}));  // elements, not bytes
+}
+
+TEST(Safetensors, ValidFormsOnlySerdeReads) {
+  auto file = open_valid("valid_serde_forms.safetensors");
+  ASSERT_TRUE(file);
+  EXPECT_TRUE(file->metadata().empty());  // "__metadata__": null
+  expect_entry(*file, "array_form", DType::f16, {2});
+  expect_entry(*file, "enum_form", DType::i8, {1});
+  expect_entry(*file, "extras", DType::u8, {});
+  EXPECT_EQ(values_of(*file, "array_form"), (std::vector<double>{1, -2}));
+  EXPECT_EQ(values_of(*file, "enum_form"), (std::vector<double>{-2}));
+  EXPECT_EQ(values_of(*file, "extras"), (std::vector<double>{7}));
+}
+
+TEST(Safetensors, ValidEdgeShapes) {
+  auto file = open_valid("valid_edge_shapes.safetensors");
+  ASSERT_TRUE(file);
+  ASSERT_EQ(file->entries().size(), 5u);
+  EXPECT_EQ(values_of(*file, "one"), (std::vector<double>{2.5}));
+  expect_entry(*file, "empty_a", DType::f32, {0});
+  EXPECT_EQ(file->find("empty_end")->numel, 0u);
+  // A dimension, or a product of dimensions, beyond int64 is legal in a zero-element tensor,
+  // but no compute tensor holds it: load() refuses it by name.
+  for (const char* name : {"empty_b", "empty_c"}) {
+    SCOPED_TRACE(name);
+    const SafetensorsEntry* entry = file->find(name);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_EQ(entry->numel, 0u);
+    EXPECT_FALSE(entry->dtype.has_value());
+    EXPECT_TRUE(entry->shape.empty());
+    auto loaded = file->load(name, scratch_host());
+    ASSERT_FALSE(loaded.is_ok());
+    EXPECT_EQ(loaded.status().code, StatusCode::bad_input);
+    EXPECT_NE(loaded.status().message.find("beyond what int64 shapes hold"), std::string::npos)
+        << loaded.status().message;
+  }
+  EXPECT_EQ(file->find("empty_b")->file_shape, (std::vector<uint64_t>{UINT64_MAX, 0}));
+  EXPECT_EQ(file->find("empty_c")->file_shape,
+            (std::vector<uint64_t>{4294967296u, 4294967295u, 0}));
 }
 
 TEST(Safetensors, EveryTruncationOfAValidFileIsRefused) {

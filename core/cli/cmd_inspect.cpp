@@ -1,5 +1,7 @@
 // `dnnblocks inspect FILE.safetensors [--json]`: validate a safetensors file and print each
-// tensor (name, dtype, shape, byte range, min/max/mean/NaN count) and the metadata.
+// tensor (name, dtype, shape, byte range, min/max/mean/NaN count) and the metadata. Every
+// dtype the format defines is decoded (C64 as real and imaginary parts) except the F6
+// formats, whose packing the format leaves open: those say so instead of statistics.
 // A file that breaks a rule prints the rule on stderr and exits 2.
 #include <algorithm>
 #include <cinttypes>
@@ -8,11 +10,13 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/cli/commands.h"
 #include "core/safetensors.h"
+#include "core/safetensors_dtype.h"
 
 namespace dnnb::cli {
 
@@ -27,10 +31,14 @@ struct TensorStats {
   double mean() const { return count > 0 ? sum / static_cast<double>(count) : std::nan(""); }
 };
 
-TensorStats compute_stats(const void* data, DType dtype, int64_t numel) {
+// Statistics of value `part` of each element (C64: 0 real, 1 imaginary), read straight over
+// the mapped bytes: decoding reads through memcpy, so a tensor at an unaligned offset (legal
+// in the format) needs no copy.
+TensorStats compute_stats(const SafetensorsEntry& entry, unsigned part) {
+  const unsigned per_element = safetensors_values_per_element(entry.file_dtype);
   TensorStats stats;
-  for (int64_t i = 0; i < numel; ++i) {
-    const double v = load_element(data, dtype, i);
+  for (uint64_t i = 0; i < entry.numel; ++i) {
+    const double v = decode_safetensors_value(entry.data, entry.file_dtype, i * per_element + part);
     if (std::isnan(v)) {
       ++stats.nan_count;
       continue;
@@ -43,6 +51,9 @@ TensorStats compute_stats(const void* data, DType dtype, int64_t numel) {
   return stats;
 }
 
+constexpr const char* kNotDecoded =
+    "values not decoded: the format does not define how 6-bit elements are packed into bytes";
+
 // Names and metadata come from the file: control bytes become '?' so they cannot drive
 // the terminal (the JSON output escapes them instead).
 std::string printable(const std::string& text) {
@@ -52,7 +63,7 @@ std::string printable(const std::string& text) {
   return out;
 }
 
-std::string shape_text(const Shape& shape) {
+std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
@@ -80,33 +91,50 @@ int inspect_file(const std::string& path, bool as_json) {
     std::printf("%s: %zu tensors, %zu metadata entries\n", printable(path).c_str(),
                 file.entries().size(), file.metadata().size());
   for (const auto& entry : file.entries()) {
-    // Straight over the mapped bytes: load_element reads through memcpy, so a tensor at an
-    // unaligned offset (legal in the format) needs no copy.
-    const int64_t numel = shape_numel(entry.shape);
-    const TensorStats stats = compute_stats(entry.data, entry.dtype, numel);
+    const bool decodable = safetensors_decodable(entry.file_dtype);
+    const bool complex = safetensors_values_per_element(entry.file_dtype) == 2;
+    std::vector<TensorStats> parts;  // one, or real and imaginary
+    if (decodable) parts.push_back(compute_stats(entry, 0));
+    if (decodable && complex) parts.push_back(compute_stats(entry, 1));
     if (as_json) {
-      nlohmann::json stats_json = {{"min", stat_json(stats.min, stats)},
-                                   {"max", stat_json(stats.max, stats)},
-                                   {"mean", stat_json(stats.mean(), stats)},
-                                   {"nan_count", stats.nan_count}};
-      report["tensors"].push_back({{"name", entry.name},
-                                   {"dtype", safetensors_dtype_name(entry.dtype)},
-                                   {"shape", entry.shape},
-                                   {"numel", numel},
-                                   {"data_offsets", {entry.begin, entry.end}},
-                                   {"stats", std::move(stats_json)}});
+      auto stats_json = [](const TensorStats& stats) {
+        return nlohmann::json{{"min", stat_json(stats.min, stats)},
+                              {"max", stat_json(stats.max, stats)},
+                              {"mean", stat_json(stats.mean(), stats)},
+                              {"nan_count", stats.nan_count}};
+      };
+      nlohmann::json item = {{"name", entry.name},
+                             {"dtype", safetensors_name(entry.file_dtype)},
+                             {"shape", entry.file_shape},
+                             {"numel", entry.numel},
+                             {"data_offsets", {entry.begin, entry.end}}};
+      if (!decodable) {
+        item["stats"] = nullptr;
+        item["stats_note"] = kNotDecoded;
+      } else if (complex) {
+        item["stats"] = {{"real", stats_json(parts[0])}, {"imag", stats_json(parts[1])}};
+      } else {
+        item["stats"] = stats_json(parts[0]);
+      }
+      report["tensors"].push_back(std::move(item));
       continue;
     }
     std::printf("  %s  %s  %s  bytes [%" PRIu64 ", %" PRIu64 ")", printable(entry.name).c_str(),
-                safetensors_dtype_name(entry.dtype), shape_text(entry.shape).c_str(), entry.begin,
-                entry.end);
-    if (stats.count > 0 && is_floating(entry.dtype))
-      std::printf("  min=%.9g max=%.9g mean=%.9g", stats.min, stats.max, stats.mean());
-    else if (stats.count > 0)  // integers print whole (exact up to 2^53)
-      std::printf("  min=%.17g max=%.17g mean=%.9g", stats.min, stats.max, stats.mean());
-    else
-      std::printf("  min=- max=- mean=-");
-    std::printf(" nan=%" PRId64 "\n", stats.nan_count);
+                safetensors_name(entry.file_dtype), shape_text(entry.file_shape).c_str(),
+                entry.begin, entry.end);
+    if (!decodable) std::printf("  %s", kNotDecoded);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const TensorStats& stats = parts[p];
+      if (complex) std::printf("  %s:", p == 0 ? "real" : "imag");
+      if (stats.count > 0 && safetensors_floating(entry.file_dtype))
+        std::printf("  min=%.9g max=%.9g mean=%.9g", stats.min, stats.max, stats.mean());
+      else if (stats.count > 0)  // integers print whole (exact up to 2^53)
+        std::printf("  min=%.17g max=%.17g mean=%.9g", stats.min, stats.max, stats.mean());
+      else
+        std::printf("  min=- max=- mean=-");
+      std::printf(" nan=%" PRId64, stats.nan_count);
+    }
+    std::printf("\n");
   }
   if (as_json) {
     report["metadata"] = file.metadata();

@@ -10,6 +10,7 @@
 
 #include "core/host_device.h"
 #include "core/safetensors.h"
+#include "core/safetensors_dtype.h"
 
 namespace {
 
@@ -24,19 +25,30 @@ void check_accepted_file(const dnnb::SafetensorsFile& file, size_t file_size) {
   for (const auto& entry : file.entries()) {
     require(entry.begin == covered && entry.begin <= entry.end && entry.end <= file_size);
     covered = entry.end;
-    const int64_t numel = dnnb::shape_numel(entry.shape);
-    const uint64_t bytes = static_cast<uint64_t>(numel) * dnnb::dtype_size(entry.dtype);
-    require(bytes == entry.end - entry.begin);
+    // numel x bits is whole bytes and fits 64 bits: the reader checked it.
+    const unsigned bits = dnnb::safetensors_bits(entry.file_dtype);
+    require(entry.numel == 0 || entry.numel <= UINT64_MAX / bits);
+    require(entry.numel * bits % 8 == 0 && entry.numel * bits / 8 == entry.end - entry.begin);
     // inspect's statistics, over the bytes in place.
-    double sum = 0;
-    int64_t nan_count = 0;
-    for (int64_t i = 0; i < numel; ++i) {
-      const double v = dnnb::load_element(entry.data, entry.dtype, i);
-      if (std::isnan(v)) ++nan_count; else sum += v;
+    if (dnnb::safetensors_decodable(entry.file_dtype)) {
+      const uint64_t values = entry.numel * dnnb::safetensors_values_per_element(entry.file_dtype);
+      double sum = 0;
+      int64_t nan_count = 0;
+      for (uint64_t i = 0; i < values; ++i) {
+        const double v = dnnb::decode_safetensors_value(entry.data, entry.file_dtype, i);
+        if (std::isnan(v)) ++nan_count; else sum += v;
+      }
+      (void)sum;
     }
-    (void)sum;
     auto tensor = file.load(entry.name, dnnb::scratch_host());
-    require(tensor.is_ok() && tensor->numel() == numel);
+    // load() makes a tensor exactly when the entry has a compute dtype, and refuses otherwise.
+    require(tensor.is_ok() == entry.dtype.has_value());
+    if (tensor.is_ok())
+      require(static_cast<uint64_t>(tensor->numel()) == entry.numel &&
+              tensor->numel() * static_cast<int64_t>(dnnb::dtype_size(*entry.dtype)) ==
+                  static_cast<int64_t>(entry.end - entry.begin));
+    else
+      require(tensor.status().code == dnnb::StatusCode::bad_input);
     require(file.find(entry.name) != nullptr);
   }
 }
