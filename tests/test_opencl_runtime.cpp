@@ -1,10 +1,15 @@
-// The OpenCL runtime: discovery, program build and cache, build errors with their log,
-// buffers at offsets. Skips (with the absence reason) where no OpenCL device exists.
+// The OpenCL runtime: discovery, program build and caches (in the process and on disk), build
+// errors with their log, buffers at offsets. Skips (with the absence reason) where no OpenCL
+// device exists.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,7 +69,9 @@ TEST(OpenCLRuntime, DiscoveryListsDevicesWithCapabilities) {
   const char* vendors = std::getenv("OCL_ICD_VENDORS");
   bool pocl_visible = vendors == nullptr ? std::filesystem::exists("/etc/OpenCL/vendors/pocl.icd")
                                          : std::filesystem::exists(std::string(vendors) + "/pocl.icd");
-  if (pocl_visible) EXPECT_TRUE(saw_pocl) << "pocl.icd is installed but discovery did not list PoCL";
+  if (pocl_visible) {
+    EXPECT_TRUE(saw_pocl) << "pocl.icd is installed but discovery did not list PoCL";
+  }
 }
 
 TEST(OpenCLRuntime, BuildsAndRunsATrivialProgram) {
@@ -145,6 +152,281 @@ TEST(OpenCLRuntime, ZeroByteAllocationIsUsable) {
   EXPECT_NE((*buffer)->handle, nullptr);
   EXPECT_EQ((*buffer)->bytes, 0u);
   EXPECT_TRUE(device->upload(**buffer, 0, nullptr, 0).is_ok());
+}
+
+// ---- the on-disk program cache (devices/opencl/opencl_program_cache.h) ----------------------
+
+// Points the cache at a fresh folder (DNNB_CACHE_DIR, DNNB_OPENCL_CACHE unset) for one test and
+// restores both variables and removes the folder after it.
+class ScopedProgramCache {
+ public:
+  ScopedProgramCache() {
+    static int counter = 0;
+    root_ = std::filesystem::temp_directory_path() /
+            ("dnnb-opencl-cache-test-" + std::to_string(static_cast<long long>(getpid())) + "-" +
+             std::to_string(counter++));
+    std::filesystem::remove_all(root_);
+    save("DNNB_CACHE_DIR", &old_dir_);
+    save("DNNB_OPENCL_CACHE", &old_switch_);
+    setenv("DNNB_CACHE_DIR", root_.c_str(), 1);
+    unsetenv("DNNB_OPENCL_CACHE");
+  }
+  ~ScopedProgramCache() {
+    restore("DNNB_CACHE_DIR", old_dir_);
+    restore("DNNB_OPENCL_CACHE", old_switch_);
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  std::string dir() const { return (root_ / "opencl").string(); }
+  const std::filesystem::path& root() const { return root_; }
+  // The entry files in the folder.
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir(), ec)) out.push_back(e.path());
+    return out;
+  }
+
+ private:
+  static void save(const char* name, std::optional<std::string>* to) {
+    const char* v = std::getenv(name);
+    if (v != nullptr) *to = v;
+  }
+  static void restore(const char* name, const std::optional<std::string>& value) {
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  std::filesystem::path root_;
+  std::optional<std::string> old_dir_, old_switch_;
+};
+
+// A second runtime on the same device: its in-process program map is empty, so each build goes
+// to the on-disk cache, as in a new process.
+std::unique_ptr<OpenCLDevice> fresh_runtime(const OpenCLDevice& device) {
+  cl_platform_id platform = nullptr;
+  if (clGetDeviceInfo(device.device_id(), CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr) != CL_SUCCESS)
+    return nullptr;
+  auto runtime = std::make_unique<OpenCLDevice>(platform, device.device_id(), device.info());
+  if (!runtime->init().is_ok()) return nullptr;
+  return runtime;
+}
+
+constexpr const char* kFillSource =
+    "kernel void fill(global int* out, int base) { out[get_global_id(0)] = base * BASE + (int)get_global_id(0); }";
+
+// Builds kFillSource with `options` (-DBASE=k) on `device` and checks what the kernel writes.
+void expect_fill_runs(OpenCLDevice& device, const std::string& options, int factor) {
+  auto kernel = device.kernel("test_cache_fill", kFillSource, "fill", options);
+  ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
+  auto buffer = device.allocate(8 * sizeof(cl_int));
+  ASSERT_TRUE(buffer.is_ok()) << buffer.status().to_string();
+  cl_mem mem = static_cast<cl_mem>((*buffer)->handle);
+  cl_int base = 10;
+  ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof(cl_mem), &mem), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof(cl_int), &base), CL_SUCCESS);
+  size_t global = 8;
+  ASSERT_EQ(clEnqueueNDRangeKernel(device.queue(), *kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+            CL_SUCCESS);
+  ASSERT_TRUE(device.synchronize().is_ok());
+  std::vector<cl_int> out(8, -1);
+  ASSERT_TRUE(device.download(out.data(), **buffer, 0, out.size() * sizeof(cl_int)).is_ok());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 10 * factor + i) << "options " << options;
+}
+
+TEST(OpenCLProgramCache, FolderFromTheEnvironment) {
+  ScopedProgramCache cache;
+  EXPECT_EQ(opencl_program_cache_dir(), cache.dir());
+  setenv("DNNB_OPENCL_CACHE", "off", 1);
+  EXPECT_EQ(opencl_program_cache_dir(), "");
+  unsetenv("DNNB_OPENCL_CACHE");
+  unsetenv("DNNB_CACHE_DIR");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (xdg != nullptr && *xdg != '\0') {
+    EXPECT_EQ(opencl_program_cache_dir(), std::string(xdg) + "/dnnblocks/opencl");
+  } else if (home != nullptr && *home != '\0') {
+    EXPECT_EQ(opencl_program_cache_dir(), std::string(home) + "/.cache/dnnblocks/opencl");
+  }
+}
+
+TEST(OpenCLProgramCache, KeyCoversSourceOptionsAndDevice) {
+  const std::string key = opencl_program_cache_key("device A", "source", "-DX=1");
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key, opencl_program_cache_key("device A", "source", "-DX=1"));
+  EXPECT_NE(key, opencl_program_cache_key("device B", "source", "-DX=1"));
+  EXPECT_NE(key, opencl_program_cache_key("device A", "source2", "-DX=1"));
+  EXPECT_NE(key, opencl_program_cache_key("device A", "source", "-DX=2"));
+  // Fields are length-prefixed: moving text from one field to the next changes the key.
+  EXPECT_NE(opencl_program_cache_key("device A", "ab", "c"), opencl_program_cache_key("device A", "a", "bc"));
+}
+
+TEST(OpenCLProgramCache, SecondBuildComesFromTheDisk) {
+  DNNB_REQUIRE_OPENCL(device);
+  ScopedProgramCache cache;
+  auto first = fresh_runtime(*device);
+  ASSERT_NE(first, nullptr);
+  expect_fill_runs(*first, "-DBASE=3", 3);
+  ProgramCacheStats stats = first->program_cache_stats();
+  EXPECT_EQ(stats.source_builds, 1);
+  EXPECT_EQ(stats.disk_hits, 0);
+  EXPECT_EQ(stats.disk_writes, 1);
+  ASSERT_EQ(cache.entries().size(), 1u) << "one entry per built program";
+  // The same runtime again: from its own map, no second build, no disk access.
+  expect_fill_runs(*first, "-DBASE=3", 3);
+  EXPECT_EQ(first->program_cache_stats().source_builds, 1);
+  EXPECT_EQ(first->program_cache_stats().disk_hits, 0);
+
+  auto second = fresh_runtime(*device);
+  ASSERT_NE(second, nullptr);
+  expect_fill_runs(*second, "-DBASE=3", 3);
+  stats = second->program_cache_stats();
+  EXPECT_EQ(stats.disk_hits, 1) << "the second runtime must build from the cached binary";
+  EXPECT_EQ(stats.source_builds, 0);
+  EXPECT_EQ(stats.disk_rejected, 0);
+  // Other options are another program: built from source, a second entry.
+  expect_fill_runs(*second, "-DBASE=5", 5);
+  EXPECT_EQ(second->program_cache_stats().source_builds, 1);
+  EXPECT_EQ(cache.entries().size(), 2u);
+}
+
+TEST(OpenCLProgramCache, BadEntriesAreRebuiltAndRewritten) {
+  DNNB_REQUIRE_OPENCL(device);
+  ScopedProgramCache cache;
+  {
+    auto writer = fresh_runtime(*device);
+    ASSERT_NE(writer, nullptr);
+    expect_fill_runs(*writer, "-DBASE=4", 4);
+    expect_fill_runs(*writer, "-DBASE=6", 6);  // an entry of another key, to copy over the first
+  }
+  auto read_bytes = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto write_bytes = [](const std::filesystem::path& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  };
+  // Which entry is BASE=4's: the one a fresh runtime reads for it.
+  std::filesystem::path entry, other;
+  {
+    const auto files = cache.entries();
+    ASSERT_EQ(files.size(), 2u);
+    for (const auto& path : files) {
+      const std::string saved = read_bytes(path);
+      std::filesystem::remove(path);
+      auto probe = fresh_runtime(*device);
+      ASSERT_NE(probe, nullptr);
+      ASSERT_TRUE(probe->program("test_cache_fill", kFillSource, "-DBASE=4").is_ok());
+      const bool mine = probe->program_cache_stats().disk_hits == 0;  // missing: it was this one
+      write_bytes(path, saved);
+      (mine ? entry : other) = path;
+    }
+    ASSERT_FALSE(entry.empty());
+    ASSERT_FALSE(other.empty());
+  }
+  const std::string good = read_bytes(entry);
+  ASSERT_GT(good.size(), 8u + 64u + 8u + 64u);
+  const size_t binary_start = 8 + 64 + 8;
+  struct Damage {
+    const char* what;
+    std::string bytes;
+  };
+  std::string flipped = good;
+  flipped[binary_start + (good.size() - binary_start - 64) / 2] ^= 0x5a;
+  std::string bad_checksum = good;
+  bad_checksum.back() = bad_checksum.back() == '0' ? '1' : '0';
+  std::string bad_magic = good;
+  bad_magic[0] = 'X';
+  std::string huge_size = good;
+  for (size_t i = 8 + 64; i < binary_start; ++i) huge_size[i] = static_cast<char>(0xff);
+  const std::vector<Damage> damages = {
+      {"empty", ""},
+      {"truncated in the header", good.substr(0, 20)},
+      {"truncated in the binary", good.substr(0, binary_start + 10)},
+      {"truncated in the checksum", good.substr(0, good.size() - 10)},
+      {"a byte of the binary flipped", flipped},
+      {"a byte of the checksum changed", bad_checksum},
+      {"another format", bad_magic},
+      {"a size past the file", huge_size},
+      {"trailing bytes", good + "extra"},
+      {"another key's entry", read_bytes(other)},
+  };
+  for (const Damage& damage : damages) {
+    SCOPED_TRACE(damage.what);
+    write_bytes(entry, damage.bytes);
+    auto runtime = fresh_runtime(*device);
+    ASSERT_NE(runtime, nullptr);
+    expect_fill_runs(*runtime, "-DBASE=4", 4);
+    const ProgramCacheStats stats = runtime->program_cache_stats();
+    EXPECT_EQ(stats.disk_hits, 0);
+    EXPECT_EQ(stats.disk_rejected, 1);
+    EXPECT_EQ(stats.source_builds, 1);
+    EXPECT_EQ(stats.disk_writes, 1);
+    // Written again, valid (binaries need not be bit-identical between builds: PoCL's name
+    // temporary files), and read by the next runtime.
+    EXPECT_EQ(read_program_cache_entry(cache.dir(), entry.stem().string()).state, ProgramCacheEntry::State::ok);
+    auto next = fresh_runtime(*device);
+    ASSERT_NE(next, nullptr);
+    expect_fill_runs(*next, "-DBASE=4", 4);
+    EXPECT_EQ(next->program_cache_stats().disk_hits, 1);
+  }
+}
+
+TEST(OpenCLProgramCache, BinaryTheDriverRefusesIsRebuilt) {
+  DNNB_REQUIRE_OPENCL(device);
+  ScopedProgramCache cache;
+  auto writer = fresh_runtime(*device);
+  ASSERT_NE(writer, nullptr);
+  expect_fill_runs(*writer, "-DBASE=2", 2);
+  ASSERT_EQ(cache.entries().size(), 1u);
+  const std::string key = cache.entries()[0].stem().string();
+  // A well-formed entry (its checksum right) whose binary is not one the driver made.
+  ASSERT_TRUE(write_program_cache_entry(cache.dir(), key, std::string(512, '\x42')).is_ok());
+  auto runtime = fresh_runtime(*device);
+  ASSERT_NE(runtime, nullptr);
+  expect_fill_runs(*runtime, "-DBASE=2", 2);
+  const ProgramCacheStats stats = runtime->program_cache_stats();
+  EXPECT_EQ(stats.disk_hits, 0);
+  EXPECT_EQ(stats.disk_rejected, 1);
+  EXPECT_EQ(stats.source_builds, 1);
+  auto next = fresh_runtime(*device);
+  ASSERT_NE(next, nullptr);
+  expect_fill_runs(*next, "-DBASE=2", 2);
+  EXPECT_EQ(next->program_cache_stats().disk_hits, 1) << "the entry was rewritten";
+}
+
+TEST(OpenCLProgramCache, OffOrUnwritableStillBuilds) {
+  DNNB_REQUIRE_OPENCL(device);
+  ScopedProgramCache cache;
+  setenv("DNNB_OPENCL_CACHE", "off", 1);
+  auto off = fresh_runtime(*device);
+  ASSERT_NE(off, nullptr);
+  expect_fill_runs(*off, "-DBASE=7", 7);
+  EXPECT_EQ(off->program_cache_stats().disk_writes, 0);
+  EXPECT_TRUE(cache.entries().empty());
+  unsetenv("DNNB_OPENCL_CACHE");
+  // A folder that cannot be created (below a regular file): the build succeeds, nothing is written.
+  std::filesystem::create_directories(cache.root());
+  const std::string file = (cache.root() / "a-file").string();
+  std::ofstream(file) << "x";
+  setenv("DNNB_CACHE_DIR", file.c_str(), 1);
+  auto unwritable = fresh_runtime(*device);
+  ASSERT_NE(unwritable, nullptr);
+  expect_fill_runs(*unwritable, "-DBASE=8", 8);
+  EXPECT_EQ(unwritable->program_cache_stats().source_builds, 1);
+  EXPECT_EQ(unwritable->program_cache_stats().disk_writes, 0);
+}
+
+TEST(OpenCLProgramCache, BuildFailureFromACachedRunStillCarriesTheLog) {
+  DNNB_REQUIRE_OPENCL(device);
+  ScopedProgramCache cache;
+  auto runtime = fresh_runtime(*device);
+  ASSERT_NE(runtime, nullptr);
+  const std::string broken = "kernel void broken(global float* p) { p[0] = undefined_name_abc; }";
+  auto program = runtime->program("test_cache_broken", broken, "-DMARKER=2");
+  ASSERT_FALSE(program.is_ok());
+  EXPECT_NE(program.status().message.find("undefined_name_abc"), std::string::npos) << program.status().message;
+  EXPECT_TRUE(cache.entries().empty()) << "a failed build leaves no entry";
 }
 
 }  // namespace

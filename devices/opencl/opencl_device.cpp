@@ -1,7 +1,9 @@
-// The OpenCL runtime of one device: context, in-order profiling queue, buffers, and the
-// per-device cache of built programs and kernel objects. Discovery is in opencl_discovery.cpp.
+// The OpenCL runtime of one device: context, in-order profiling queue, buffers, and the built
+// programs and kernel objects (programs also through the on-disk cache of
+// opencl_program_cache.cpp). Discovery is in opencl_discovery.cpp.
 #include "devices/opencl/opencl_device.h"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,7 @@ Status OpenCLDevice::init() {
   std::string ext(ext_size, '\0');
   DNNB_CL_TRY(clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, ext_size, ext.data(), nullptr));
   extensions_ = std::string(" ") + ext.c_str() + " ";
+  binary_identity_ = opencl_binary_identity(platform_, device_);
   return Status::ok();
 }
 
@@ -199,12 +202,49 @@ std::string build_log(cl_program program, cl_device_id device) {
 }
 }  // namespace
 
+cl_program OpenCLDevice::program_from_binary(const std::string& binary, const std::string& options) {
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  const size_t length = binary.size();
+  cl_int binary_status = CL_SUCCESS;
+  cl_int err = CL_SUCCESS;
+  cl_program program = clCreateProgramWithBinary(context_, 1, &device_, &length, &bytes, &binary_status, &err);
+  if (err != CL_SUCCESS || binary_status != CL_SUCCESS) {
+    if (program != nullptr) clReleaseProgram(program);
+    return nullptr;
+  }
+  // The same options as the source build: some of them act when the binary is finalized (NVIDIA's
+  // -cl-nv-maxrregcount reaches ptxas only here).
+  if (clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    clReleaseProgram(program);
+    return nullptr;
+  }
+  return program;
+}
+
 Result<cl_program> OpenCLDevice::program(const std::string& name, const std::string& source,
-                                         const std::string& options) {
+                                         const std::string& options, bool from_source) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = name + "|" + options;
+  // A lookup per launch: name, options and the source's length, no hash of the source.
+  const std::string key = name + "|" + options + "|" + std::to_string(source.size());
   auto found = programs_.find(key);
   if (found != programs_.end()) return found->second;
+
+  const std::string cache_dir = opencl_program_cache_dir();
+  const std::string cache_key =
+      cache_dir.empty() ? std::string() : opencl_program_cache_key(binary_identity_, source, options);
+  if (!cache_dir.empty() && !from_source) {
+    const ProgramCacheEntry entry = read_program_cache_entry(cache_dir, cache_key);
+    if (entry.state == ProgramCacheEntry::State::ok) {
+      if (cl_program cached = program_from_binary(entry.binary, options)) {
+        ++cache_stats_.disk_hits;
+        programs_.emplace(key, cached);
+        return cached;
+      }
+    }
+    // A bad entry is rebuilt from source and written again below.
+    if (entry.state != ProgramCacheEntry::State::missing) ++cache_stats_.disk_rejected;
+  }
+
   cl_int err = CL_SUCCESS;
   const char* text = source.c_str();
   const size_t length = source.size();
@@ -218,8 +258,28 @@ Result<cl_program> OpenCLDevice::program(const std::string& name, const std::str
                       ") with options '" + options + "': clBuildProgram returned " + opencl_error_name(err) +
                       "; build log:\n" + log);
   }
+  ++cache_stats_.source_builds;
   programs_.emplace(key, program);
+  if (!cache_dir.empty()) {
+    // The cache only saves time: a binary it cannot get or write costs a warning, once.
+    auto binary = opencl_program_binary(program, device_);
+    Status written = binary ? write_program_cache_entry(cache_dir, cache_key, *binary) : binary.status();
+    if (written.is_ok()) {
+      ++cache_stats_.disk_writes;
+    } else {
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        std::fprintf(stderr, "dnnblocks: OpenCL program cache: %s (programs are built from source)\n",
+                     written.message.c_str());
+      });
+    }
+  }
   return program;
+}
+
+ProgramCacheStats OpenCLDevice::program_cache_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_stats_;
 }
 
 Result<cl_kernel> OpenCLDevice::kernel(const std::string& program_name, const std::string& source,
@@ -227,7 +287,7 @@ Result<cl_kernel> OpenCLDevice::kernel(const std::string& program_name, const st
   auto built = program(program_name, source, options);
   if (!built) return built.status();
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = program_name + "|" + options + "|" + kernel_name;
+  const std::string key = program_name + "|" + options + "|" + std::to_string(source.size()) + "|" + kernel_name;
   auto found = kernels_.find(key);
   if (found != kernels_.end()) return found->second;
   cl_int err = CL_SUCCESS;

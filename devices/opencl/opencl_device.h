@@ -1,5 +1,6 @@
-// The OpenCL runtime of one device (opencl:P.D): context, in-order queue with profiling,
-// and a program cache so each kernel source is built once per device.
+// The OpenCL runtime of one device (opencl:P.D): context, in-order queue with profiling, and the
+// programs built for it: each (name, options, source) is built once per process, and from the
+// on-disk binary cache (opencl_program_cache.h) where an earlier process built it.
 #pragma once
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "devices/opencl/opencl_program_cache.h"
 
 namespace dnnb {
 
@@ -52,14 +54,18 @@ class OpenCLDevice final : public DeviceRuntime {
   // A device buffer of at least `bytes`, reused between calls (for per-row partials that a
   // second kernel reduces). Valid until the next scratch() call on this device.
   Result<cl_mem> scratch(size_t bytes);
-  // Builds `source` with `options` once per device (cached by name + options). A build
-  // failure returns an error whose message holds the full build log.
-  Result<cl_program> program(const std::string& name, const std::string& source,
-                             const std::string& options = "");
+  // Builds `source` with `options` once per device and process (kept by name, options and source
+  // length), from the on-disk cache's binary where it has a valid one, else from source (then
+  // saving the binary there). A failed source build returns an error whose message holds the
+  // full build log; it is not kept. from_source: skip the on-disk cache for this build (the
+  // program dump wants the compiler's own log).
+  Result<cl_program> program(const std::string& name, const std::string& source, const std::string& options = "",
+                             bool from_source = false);
   // A kernel object from a cached program (created once, cached; not thread-safe to share
   // between concurrent launches, which the harness never does).
   Result<cl_kernel> kernel(const std::string& program_name, const std::string& source,
                            const std::string& kernel_name, const std::string& options = "");
+  ProgramCacheStats program_cache_stats() const;
 
  private:
   cl_platform_id platform_;
@@ -70,11 +76,16 @@ class OpenCLDevice final : public DeviceRuntime {
   size_t max_work_group_size_ = 0;
   size_t local_mem_size_ = 0;
   std::string extensions_;
-  std::mutex mutex_;
+  std::string binary_identity_;  // opencl_binary_identity(), part of every cache key
+  mutable std::mutex mutex_;
   std::map<std::string, cl_program> programs_;
   std::map<std::string, cl_kernel> kernels_;
+  ProgramCacheStats cache_stats_;
   cl_mem scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+
+  // clCreateProgramWithBinary + clBuildProgram; nullptr when the driver refuses the binary.
+  cl_program program_from_binary(const std::string& binary, const std::string& options);
 };
 
 }  // namespace dnnb

@@ -8,7 +8,6 @@
 #include <iostream>
 #include <mutex>
 #include <set>
-#include <vector>
 
 namespace dnnb::opencl {
 namespace {
@@ -51,43 +50,6 @@ std::string build_log(cl_program program, cl_device_id device) {
   return log.c_str();
 }
 
-// The binary of `program` for `device`, or an error text saying which query failed.
-bool program_binary(cl_program program, cl_device_id device, std::string* binary, std::string* error) {
-  cl_uint count = 0;
-  cl_int err = clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(count), &count, nullptr);
-  if (err != CL_SUCCESS || count == 0) {
-    *error = std::string("CL_PROGRAM_NUM_DEVICES: ") + opencl_error_name(err);
-    return false;
-  }
-  std::vector<cl_device_id> devices(count);
-  std::vector<size_t> sizes(count);
-  err = clGetProgramInfo(program, CL_PROGRAM_DEVICES, count * sizeof(cl_device_id), devices.data(), nullptr);
-  if (err == CL_SUCCESS)
-    err = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(size_t), sizes.data(), nullptr);
-  if (err != CL_SUCCESS) {
-    *error = std::string("CL_PROGRAM_DEVICES/BINARY_SIZES: ") + opencl_error_name(err);
-    return false;
-  }
-  std::vector<std::vector<unsigned char>> storage(count);
-  std::vector<unsigned char*> pointers(count);
-  for (cl_uint i = 0; i < count; ++i) {
-    storage[i].resize(sizes[i] + 1);
-    pointers[i] = storage[i].data();
-  }
-  err = clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(unsigned char*), pointers.data(), nullptr);
-  if (err != CL_SUCCESS) {
-    *error = std::string("CL_PROGRAM_BINARIES: ") + opencl_error_name(err);
-    return false;
-  }
-  for (cl_uint i = 0; i < count; ++i)
-    if (devices[i] == device) {
-      binary->assign(reinterpret_cast<const char*>(storage[i].data()), sizes[i]);
-      return true;
-    }
-  *error = "the program holds no binary for this device";
-  return false;
-}
-
 // Writes DIR/<device>-<program>-<hash of options>.{options.txt,log.txt,ptx|bin}.
 void dump_program(OpenCLDevice& device, const std::string& program_name, const std::string& options,
                   Result<cl_program> built) {
@@ -101,12 +63,12 @@ void dump_program(OpenCLDevice& device, const std::string& program_name, const s
     return;
   }
   write_file(base + ".log.txt", build_log(*built, device.device_id()));
-  std::string binary, error;
-  if (!program_binary(*built, device.device_id(), &binary, &error)) {
-    report("no binary for " + base + ": " + error);
+  auto binary = opencl_program_binary(*built, device.device_id());
+  if (!binary) {
+    report("no binary for " + base + ": " + binary.status().message);
     return;
   }
-  write_file(base + (is_nvidia(device) ? ".ptx" : ".bin"), binary);
+  write_file(base + (is_nvidia(device) ? ".ptx" : ".bin"), *binary);
 }
 
 }  // namespace
@@ -136,7 +98,9 @@ Result<cl_kernel> opencl_kernel(OpenCLDevice& device, const std::string& program
       std::lock_guard<std::mutex> lock(mutex);
       first = dumped.insert(key).second;
     }
-    if (first) dump_program(device, program_name, options, device.program(program_name, source, options));
+    // Built from source (not from the on-disk cache), so the log is the compiler's.
+    if (first)
+      dump_program(device, program_name, options, device.program(program_name, source, options, /*from_source=*/true));
   }
   return device.kernel(program_name, source, kernel_name, options);
 }
