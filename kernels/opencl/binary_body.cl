@@ -32,49 +32,19 @@ kernel void binary_rows(const global dnnb_t* a, dnnb_rows ar, const global dnnb_
   }
 }
 
-// Broadcasts that stay 2-D (the common [N, C] op [N, 1] and [N, C] op [1, C]): y has unit
-// column stride; a and b are each at off + r * rs + c * cs with cs 0 (one value per row) or 1.
-// No per-element index arithmetic beyond the column: row pointers are set once per row, a
-// cs-0 operand is one scalar load per row, a cs-1 operand one 16-byte chunk per work-item
-// (row_body.cl, typed when the host proved alignment). Dimension 0 walks chunks of a row,
-// dimension 1 rows.
-kernel void binary_2d(const global dnnb_t* a, long a_off, long a_rs, int a_cs, const global dnnb_t* b, long b_off,
-                      long b_rs, int b_cs, global dnnb_t* y, long y_off, long y_rs, long rows, int cols) {
-  for (long r = get_global_id(1); r < rows; r += get_global_size(1)) {
-    const global dnnb_t* arow = a + a_off + r * a_rs;
-    const global dnnb_t* brow = b + b_off + r * b_rs;
-    global dnnb_t* yrow = y + y_off + r * y_rs;
-    const float a_scalar = a_cs == 0 ? DNNB_LOAD(arow, 0) : 0.0f;
-    const float b_scalar = b_cs == 0 ? DNNB_LOAD(brow, 0) : 1.0f;
-    for (int c = (int)get_global_id(0) * DNNB_VW; c < cols; c += (int)get_global_size(0) * DNNB_VW) {
-#if DNNB_ROW_RAW
-      // Both chunk loads as storage bits before either is converted (row_body.cl "raw loads"):
-      // converting a inside its branch made the b load wait for a's on 16-bit data.
-      dnnb_raw_t ra = (dnnb_raw_t)(0), rb = (dnnb_raw_t)(0);
-      if (a_cs != 0) ra = dnnb_raw_load(arow, c, cols, 0.0f);
-      if (b_cs != 0) rb = dnnb_raw_load(brow, c, cols, 1.0f);
-      const dnnb_vec va = a_cs != 0 ? dnnb_raw_get(ra) : (dnnb_vec)(a_scalar);
-      const dnnb_vec vb = b_cs != 0 ? dnnb_raw_get(rb) : (dnnb_vec)(b_scalar);
-#else
-      const dnnb_vec va = a_cs != 0 ? dnnb_row_load(arow, c, cols, 0.0f) : (dnnb_vec)(a_scalar);
-      const dnnb_vec vb = b_cs != 0 ? dnnb_row_load(brow, c, cols, 1.0f) : (dnnb_vec)(b_scalar);
-#endif
-      dnnb_row_store(yrow, c, cols, DNNB_BINARY_V(va, vb));
-    }
-  }
-}
-
-// ---- binary_tile (the binary default with 4 rows since session 6; variants "rows8", div's "rows4r") --
-// binary_2d's broadcasts with each operand's layout built in and DNNB_TILE_ROWS rows of one column
-// chunk per work-item. binary_2d pays per 16-byte chunk three 64-bit row-pointer products and the
-// grid loops, and (a_cs, b_cs being arguments) each operand's load and conversion sit in their own
-// branch, so the a and b loads wait on each other; a 16-bit broadcast counts only 2 + 2 bytes per
-// element, so its element must cost less than a same-shape one's to reach the same % of copy.
+// ---- binary_tile: 2-D broadcasts ---------------------------------------------------------------
+// The common [N, C] op [N, 1] and [N, C] op [1, C] (and scalars): y has unit column stride; a and b
+// are each at off + r * rs + c * cs with cs 0 (one value per row) or 1, and each operand's layout is
+// built in as a mode, with DNNB_TILE_ROWS rows of one column chunk (row_body.cl) per work-item.
+// A 16-bit broadcast moves only 2 + 2 bytes per element, so its element must cost less than a
+// same-shape one's to keep up with the memory: here a row pointer steps by the stride (no 64-bit
+// index products per chunk), a [1, C] chunk is loaded and widened once per tile, and no operand's
+// load waits in a branch of its own.
 //   -DDNNB_A_MODE, -DDNNB_B_MODE: 0 [R, C] (a chunk per row), 1 [R, 1] (a value per row),
 //                                 2 [1, C] (one chunk for every row), 3 [1, 1] (one value).
 // A full tile has no branch: all its loads are issued (chunks as storage bits) before any
 // conversion or store (a store may alias a later load, so the compiler would not hoist the loads
-// over it); a [1, C] chunk is loaded and widened once per tile; row pointers step by the stride.
+// over it). Dimension 0 walks column chunks, dimension 1 tiles of rows.
 #if defined(DNNB_TILE_ROWS)
 #if !defined(DNNB_A_MODE) || !defined(DNNB_B_MODE)
 #error "binary_tile needs -DDNNB_A_MODE and -DDNNB_B_MODE"

@@ -4,46 +4,28 @@
 //   ce_finish: one work-group: loss = sum of losses / number of kept rows (0/0 = NaN when every
 //              row is ignored, as torch). Fixed order, so the result is deterministic.
 //   ce_rows_cached: ce_rows for rows that fit the register cache of row_body.cl (unit column
-//              stride): two cheap reductions and one exp per element instead of the running
-//              pairs, whose per-element max test and rescale cost more than the memory read (or,
-//              with DNNB_ROW_ONE, one reduction over per-item pairs: logsumexp_body.cl).
-DNNB_LSE_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
+//              stride): all of x's loads first, then the row statistics of logsumexp_body.cl (two
+//              cheap reductions and one exp per element, or, with DNNB_ROW_ONE, one reduction over
+//              per-item pairs) instead of the running pairs, whose per-element max test and
+//              rescale cost more than the memory read.
+DNNB_ROW_KERNEL void ce_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
                                     long t_offset, long t_stride, long ignore_index, global float* partial) {
-  local float scratch_rows[DNNB_ROW_RPG * DNNB_LSE_SCRATCH];
-  local float* scratch = scratch_rows + dnnb_row_slot() * DNNB_LSE_SCRATCH;
+  local float scratch[DNNB_LSE_SCRATCH];
   const int cols = (int)lr.cols;
-  for (long r0 = dnnb_group_row0(); r0 < lr.rows; r0 += dnnb_group_row_step()) {
-    const long r_slot = r0 + dnnb_row_slot();
-    const int live = r_slot < lr.rows;  // logsumexp_body.cl "rows per work-group"
-    const long r = live ? r_slot : r0;
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
     const global dnnb_t* row = logits + dnnb_row_start(lr, r);
     dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
-#if DNNB_ROW_EARLY
-    // The target's logit is loaded right after the row (row_body.cl "early loads"), by every
-    // work-item (one address: one transaction per warp), and arrives during the reductions
-    // instead of after them; an out-of-range target loads column 0 and gives NaN as below.
-    dnnb_raw_t raw[DNNB_ROW_VECS];
-    dnnb_row_fetch(raw, row, cols, -INFINITY);
-    const int target_ok = t >= 0 && t < cols;
-    const dnnb_bits_t xt_bits = dnnb_load_bits(row, target_ok ? (int)t : 0);
-    const float s_own = dnnb_row_logsumexp_of_raw(raw, cache, &m, scratch);
-#else
     const float s_own = dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
-#endif
     // Only item 0 writes, so only it needs the row's statistics.
     const dnnb_lse_t st = dnnb_lse_sum_first(m, s_own, scratch);
-    if (get_local_id(0) == 0 && live) {
+    if (get_local_id(0) == 0) {
       if (t == ignore_index) {
         partial[2 * r] = 0.0f;
         partial[2 * r + 1] = 0.0f;
       } else {
-#if DNNB_ROW_EARLY
-        const float xt = target_ok ? dnnb_bits_get(xt_bits) : NAN;
-#else
         const float xt = (t >= 0 && t < cols) ? DNNB_LOAD(row, t) : NAN;
-#endif
         // s carries dnnb_row_exp's 2^DNNB_EXP16_BIAS (1 outside the 16-bit fast-exp plans);
         // the row max's own term is ~2^bias, so s * 2^-bias is normal and the unscaling exact.
         partial[2 * r] = log(st.s * DNNB_EXP16_UNBIAS) + (st.m - xt);

@@ -13,33 +13,19 @@ kernel void ce_count(const global long* target, long t_offset, long t_stride, lo
 }
 
 // ce_bwd_rows_cached: ce_bwd_rows for rows that fit the register cache of row_body.cl (unit
-// column stride): x is read once, its exps stay in registers for the write (the statistics:
-// logsumexp_body.cl, in two reductions or, with DNNB_ROW_ONE, one).
-DNNB_LSE_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
+// column stride): x is read once (all loads first), its exps stay in registers for the write, or
+// with a packed cache x's bits do and the write recomputes them (the statistics: logsumexp_body.cl,
+// in two reductions or, with DNNB_ROW_ONE, one).
+DNNB_ROW_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows lr, const global long* target,
                                         long t_offset, long t_stride, long ignore_index, const global float* count,
                                         global dnnb_t* dlogits, dnnb_rows dr) {
-  local float scratch_rows[DNNB_ROW_RPG * DNNB_LSE_SCRATCH];
-  local float* scratch = scratch_rows + dnnb_row_slot() * DNNB_LSE_SCRATCH;
+  local float scratch[DNNB_LSE_SCRATCH];
   const int cols = (int)lr.cols;
-#if DNNB_ROW_EARLY
-  const float count_value = count[0];  // divided after the first row's loads are issued
-#else
   const float inv_count = 1.0f / count[0];
-#endif
-  for (long r0 = dnnb_group_row0(); r0 < lr.rows; r0 += dnnb_group_row_step()) {
-    const long r_slot = r0 + dnnb_row_slot();
-    const int live = r_slot < lr.rows;  // logsumexp_body.cl "rows per work-group"
-    const long r = live ? r_slot : r0;
+  for (long r = get_group_id(0); r < lr.rows; r += get_num_groups(0)) {
     const long t = target[t_offset + r * t_stride];
     const global dnnb_t* row = logits + dnnb_row_start(lr, r);
     global dnnb_t* drow = dlogits + dnnb_row_start(dr, r);
-#if DNNB_ROW_EARLY
-    // The row's loads before anything that uses the target or the count (row_body.cl "early
-    // loads"): a GPU warp issues in order, so a use placed first would hold the loads back.
-    dnnb_raw_t raw[DNNB_ROW_VECS];
-    dnnb_row_fetch(raw, row, cols, -INFINITY);
-    const float inv_count = 1.0f / count_value;
-#endif
     // Same control flow for ignored rows as for kept ones (see ce_bwd_rows).
     const int ignored = t == ignore_index;
     const int target_ok = t >= 0 && t < cols;
@@ -47,11 +33,7 @@ DNNB_LSE_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
     const dnnb_ivec target_col = (dnnb_ivec)(target_ok ? (int)t : -1);
     dnnb_cache_t cache[DNNB_ROW_VECS];
     float m;
-#if DNNB_ROW_EARLY
-    const float s_own = dnnb_row_logsumexp_of_raw(raw, cache, &m, scratch);
-#else
     const float s_own = dnnb_row_logsumexp_cached(row, cols, cache, &m, scratch);
-#endif
     const dnnb_lse_t st = dnnb_lse_sum_all(m, s_own, scratch);
     // The exps are about this item's max with DNNB_ROW_ONE: st.own rescales them (1 otherwise,
     // folded away; logsumexp_body.cl).
@@ -59,7 +41,7 @@ DNNB_LSE_KERNEL void ce_bwd_rows_cached(const global dnnb_t* logits, dnnb_rows l
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       const int c = dnnb_chunk_col(k);
-      if (live && dnnb_in_row(c, cols)) {
+      if (dnnb_in_row(c, cols)) {
         const dnnb_vec onehot = select((dnnb_vec)(0.0f), (dnnb_vec)(1.0f), (dnnb_ivec)(c) + DNNB_IOTA == target_col);
         const dnnb_vec g = ignored ? (dnnb_vec)(0.0f) : ((dnnb_row_lse_exp(cache[k], st.item_shift) * st.own) * inv_s - onehot) * inv_count + bad_target;
         dnnb_row_store(drow, c, cols, g);

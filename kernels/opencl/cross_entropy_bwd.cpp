@@ -1,7 +1,7 @@
 // cross_entropy_bwd on OpenCL: cross_entropy_bwd.cl. A one-work-group kernel counts the kept
 // rows into the device's scratch buffer, then one work-group per row writes its gradient.
 // The per-row kernel is ce_bwd_rows_cached when the row fits the register cache and both views
-// have unit column stride, else ce_bwd_rows; variant "legacy" always takes ce_bwd_rows.
+// have unit column stride, else ce_bwd_rows.
 #include "kernels/opencl/cross_entropy_bwd_cl.h"
 #include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
@@ -24,7 +24,7 @@ Result<bool> try_ce_bwd_rows_cached(OpCall& call, const RowPlan& plan, OpenCLDev
   args.add(cl_buffer(call.inputs[0])).add(lr).add(cl_buffer(target)).add(cl_long{target.offset});
   args.add(cl_long{target.strides[0]}).add(cl_long{ignore_index}).add(count).add(cl_buffer(call.outputs[0])).add(dr);
   DNNB_TRY(args.status());
-  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached", plan.wg, plan.rows_per_group));
+  DNNB_TRY(launch_row_cached(device, *kernel, lr.rows, "cross_entropy_bwd/ce_bwd_rows_cached", plan.wg));
   return true;
 }
 
@@ -50,7 +50,7 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, const RowP
   if (!dr) return dr.status();
   auto count = (*device)->scratch(sizeof(cl_float));
   if (!count) return count.status();
-  const std::string options = row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan));
+  const std::string options = row_options(**device, call.problem.dtype, 1, false);
   const int64_t rows = logits.shape[0];
 
   auto counter = opencl_kernel(**device, "cross_entropy_bwd", source, "ce_count", options);
@@ -64,11 +64,9 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, const RowP
   const size_t count_global = *limit;
   DNNB_TRY(enqueue(**device, *counter, 1, &count_global, &count_global, "cross_entropy_bwd/ce_count"));
 
-  if (plan.cached) {
-    auto done = try_ce_bwd_rows_cached(call, plan, **device, source, *lr, *dr, *ignore_index, *count);
-    if (!done) return done.status();
-    if (*done) return Status::ok();
-  }
+  auto done = try_ce_bwd_rows_cached(call, plan, **device, source, *lr, *dr, *ignore_index, *count);
+  if (!done) return done.status();
+  if (*done) return Status::ok();
   auto kernel = opencl_kernel(**device, "cross_entropy_bwd", source, "ce_bwd_rows", options);
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, lr->rows, lr->cols);
@@ -84,29 +82,13 @@ Status run_cross_entropy_bwd(OpCall& call, const std::string& source, const RowP
 bool register_cross_entropy_bwd() {
   std::string source =
       program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::cross_entropy_bwd});
-  // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
-  // (docs/opencl.md): f32 297 us with wg128 against 344, bf16 321 with wg128p against 384.
-  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
-  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
-  // f32 289 us against 295, bf16 224 against 320.
-  // Session 6 (H200, 16384 x 8192, one run, docs/opencl.md): bf16 wg128pr with the fast exp
-  // ("wg128prn") 190 us (66.2%) against 218 (57.9%); checked there.
-  // Session 8 (2026-11-25, an H100 that session, copy 3.02 TB/s; 16384 x 8192, one run): bf16 one
-  // reduction per row ("wg128prno") 214.3 us (82.9% of copy) against wg128prn's 216.4 (82.1%);
-  // wg128preno 214.3, wg128rno 232.4. Not yet timed on the H200.
-  const RowDefaults defaults{RowVariant::wg128r, RowVariant::wg256r, RowVariant::wg128prno};
-  // bf16 fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp): the
-  // bf16 default's plan (wg128pr, two exps per element), its early-load twin, and the unpacked
-  // wg128r (one exp per element, twice the registers).
-  // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE): the bf16 default's plan (wg128prno), its
-  // early-load twin and the unpacked wg128rno (the same arithmetic: both take each exp about the
-  // item's max, once if the compiler keeps it from the sum pass, as clang's does for wg128prn too).
-  // No online or 64-item plans: clang + ptxas kept the widened row across the write pass there
-  // (127 registers and two exps per element; 64-item rows 249-255 registers).
-  return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, /*with_stream=*/false, defaults, std::move(source), run_cross_entropy_bwd,
-                         /*with_raw=*/true,
-                         {RowVariant::wg128prn, RowVariant::wg128pren, RowVariant::wg128rn, RowVariant::wg128prno,
-                          RowVariant::wg128preno, RowVariant::wg128rno});
+  // f32: 128 items per row, the exps cached as floats for the write. bf16: the row cached as its
+  // storage bits (each exp recomputed in the write), the fast exp, and one reduction per row over
+  // the items' (max, sum) pairs (docs/opencl.md, "Row ops").
+  const RowPlan f32{.wg = 128, .raw = true};
+  const RowPlan bf16{.wg = 128, .packed = true, .raw = true, .fast_exp = true, .one_reduction = true};
+  return register_row_op("cross_entropy_bwd", {DType::f32, DType::bf16}, RowPlans{f32, f32, bf16}, source,
+                         run_cross_entropy_bwd);
 }
 
 }  // namespace

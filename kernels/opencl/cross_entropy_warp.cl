@@ -1,25 +1,23 @@
-// cross_entropy's per-row losses with one warp per row, for NVIDIA's OpenCL (variants warp32nv and
-// warp32nvpipe*: cross_entropy_warp.cpp; docs/opencl.md "Session 15"). Placed after the prelude,
-// row_body.cl and logsumexp_body.cl (for dnnb_raw_load, dnnb_row_exp, dnnb_vfmax, dnnb_lse_exp),
-// built with the one-reduction fast-exp raw options (DNNB_ROW_ONE, DNNB_ROW_RAW, DNNB_HALF_MATH=2)
-// plus:
+// cross_entropy's per-row losses with one warp per row, the bf16 default on NVIDIA's OpenCL (host:
+// cross_entropy_warp.cpp). Placed after the prelude, row_body.cl and logsumexp_body.cl (for
+// dnnb_raw_load, dnnb_row_exp, dnnb_vfmax, dnnb_lse_exp), built with the one-reduction fast-exp
+// raw options (DNNB_ROW_ONE, DNNB_ROW_RAW, DNNB_HALF_MATH=2) plus:
 //   -DDNNB_WARPS=k         warps (32 work-items) per work-group; DNNB_ROW_WG must be 32 k
 //   -DDNNB_ROW_VECS=U      16-byte vectors per lane in one chunk (a warp chunk: 32 U vectors)
 //   -DDNNB_WARP_EXACT=0|1  1 when the host proved every row is whole chunks, 16-byte aligned
 //   -DDNNB_WARP_EMULATE=1  test builds only (below)
-// Why: the work-group plans (cross_entropy.cl) merge each row's statistics through local memory
-// with barriers, a fixed cost per row that a bf16 row (16 KB) does not amortise (62% of the copy
-// rate on the H200). Here a row never leaves its warp: each lane streams its vectors of the row
-// with a running (max, sum of exps) (logsumexp_body.cl "online", with one accumulator per vector
-// position: 8 short add chains instead of one long one), and the warp merges its lanes' pairs in
-// five shfl.sync.bfly steps: no local memory, no barrier.
-// The walk: warp w of the grid takes rows w, w + W, w + 2W, ... (W = warps in the grid); while
-// it folds one chunk, the loads of its next chunk (of the same row, or the first of its next row)
-// are already issued (two buffers used in turn, as the CUDA kernel cross_entropy_pipe.cuh). With
-// one row per warp (warp32nv: a grid of rows / k groups) that overlap stays inside the row; with a
-// persistent grid (warp32nvpipe: as many groups as the GPU holds at once) it crosses rows, so a
-// warp never waits on a row start. Each warp adds its rows' losses in row order and writes one
-// (loss sum, kept rows) pair; ce_finish (cross_entropy.cl) adds the pairs in order: deterministic.
+// Why: the work-group kernels (cross_entropy.cl) merge each row's statistics through local memory
+// with barriers, a fixed cost per row that a bf16 row (16 KB at 8192 columns) does not amortise.
+// Here a row never leaves its warp: each lane streams its vectors of the row with a running (max,
+// sum of exps) (logsumexp_body.cl "online", with one accumulator per vector position: 8 short add
+// chains instead of one long one), and the warp merges its lanes' pairs in five shfl.sync.bfly
+// steps: no local memory, no barrier.
+// The walk: warp w of the grid takes rows w, w + W, w + 2W, ... (W = warps in the grid, as many
+// as the GPU holds at once); while it folds one chunk, the loads of its next chunk (of the same
+// row, or the first of its next row) are already issued (two buffers used in turn, as the CUDA
+// kernel cross_entropy_pipe.cuh), so a warp never waits on a row start. Each warp adds its rows'
+// losses in row order and writes one (loss sum, kept rows) pair; ce_finish (cross_entropy.cl) adds
+// the pairs in order: deterministic for a device (the grid depends only on its compute units).
 #if !defined(DNNB_WARPS) || !defined(DNNB_WARP_EXACT)
 #error "cross_entropy_warp.cl needs -DDNNB_WARPS and -DDNNB_WARP_EXACT"
 #endif
@@ -70,7 +68,7 @@ inline float dnnb_warp_xor(float v, int mask) {
 // the merge of logsumexp_body.cl (M = max, S = s_a e^(m_a - M) + s_b e^(m_b - M), a pair whose
 // max is -inf weighted by e^-inf = 0, so its NaN survives as 0 x NaN). m is never NaN (fmax), so
 // both lanes of a step compute the same expression in either order. Error: each term meets at
-// most five merge factors on top of the online ones (docs/opencl.md "Session 15").
+// most five merge factors on top of the online ones (docs/opencl.md, "Cross-entropy").
 inline float dnnb_warp_lse(float m, float s, float* m_out DNNB_XCH_PARAM) {
 #pragma unroll
   for (int mask = 16; mask > 0; mask >>= 1) {

@@ -1,4 +1,4 @@
-// Host side of the warp-per-row cross_entropy plan (cross_entropy_warp.h, cross_entropy_warp.cl).
+// Host side of cross_entropy's warp-per-row kernel (cross_entropy_warp.h, cross_entropy_warp.cl).
 #include "kernels/opencl/cross_entropy_warp.h"
 
 #include <algorithm>
@@ -13,8 +13,14 @@ namespace dnnb::opencl {
 namespace {
 
 constexpr const char* kNeedsPtx = "needs NVIDIA inline PTX (shfl.sync)";
-// Groups of this size or more would need more than the 32 pairs of slack ce_warp_max_pairs gives.
-constexpr int kMaxWarpsPerGroup = 32;
+// The grid: groups of 8 warps (ce_warp_max_pairs' slack of 32 pairs covers one group past the
+// rows), each lane loading 8 vectors of 16 bytes per chunk (4 KB per warp chunk), under a
+// 128-register cap on NVIDIA: 65536 / (128 x 256) = 2 groups per compute unit, 16 warps and 64 KB
+// of loads in flight per SM. The grid is as many groups as the GPU holds at once, so every warp
+// stays resident and its next chunk's loads cross row boundaries.
+constexpr int kWarpsPerGroup = 8;
+constexpr int kVecsPerLane = 8;
+constexpr int kMaxRegisters = 128;
 // The grid cap of launch_row_cached (kMaxGroups there); the kernel strides over the rows beyond.
 constexpr int64_t kMaxGroups = int64_t{1} << 20;
 
@@ -24,14 +30,6 @@ bool emulation_requested() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
-// The decision of the bf16 store tier (opencl_launch.cpp bf16_nv_ptx: an NVIDIA platform,
-// compute capability >= 8.0): the same devices take this plan's PTX (shfl.sync needs sm_30 and
-// PTX 6.0, max.bf16x2 sm_80 and PTX 7.0, as the tier's cvt.rn.bf16x2.f32).
-Status supported_on(const OpenCLDevice& device) {
-  if (bf16_nv_ptx(device) || emulation_requested()) return Status::ok();
-  return Status::skipped(std::string(kNeedsPtx) + ": " + device.info().id +
-                         " is not an NVIDIA OpenCL device of compute capability >= 8.0");
-}
 
 const std::string& warp_source() {
   static const std::string source =
@@ -59,64 +57,55 @@ cl_uint registers_per_unit(const OpenCLDevice& device) {
 
 }  // namespace
 
-Status ce_warp_supports(const DeviceRuntime& device) {
-  const auto* cl = dynamic_cast<const OpenCLDevice*>(&device);
-  if (cl == nullptr) return Status::skipped(device.info().id + " is not an OpenCL device");
-  return supported_on(*cl);
-}
+// The decision of the bf16 store tier (opencl_launch.cpp bf16_nv_ptx: an NVIDIA platform,
+// compute capability >= 8.0): the same devices take this kernel's PTX (shfl.sync needs sm_30 and
+// PTX 6.0, max.bf16x2 sm_80 and PTX 7.0, as the tier's cvt.rn.bf16x2.f32).
+bool ce_warp_available(const OpenCLDevice& device) { return bf16_nv_ptx(device) || emulation_requested(); }
 
-Result<int64_t> try_ce_rows_warp(OpenCLDevice& device, const CeWarpPlan& plan, cl_mem logits, const ClRows& lr,
-                                 cl_mem target, int64_t t_offset, int64_t t_stride, int64_t ignore_index,
-                                 cl_mem partial) {
-  DNNB_TRY(supported_on(device));
-  if (plan.warps < 1 || plan.warps > kMaxWarpsPerGroup)
-    return DNNB_ERROR("cross_entropy warp plan: " + std::to_string(plan.warps) + " warps per group");
+Result<int64_t> try_ce_rows_warp(OpenCLDevice& device, cl_mem logits, const ClRows& lr, cl_mem target,
+                                 int64_t t_offset, int64_t t_stride, int64_t ignore_index, cl_mem partial) {
+  if (!ce_warp_available(device))
+    return Status::skipped(std::string(kNeedsPtx) + ": " + device.info().id +
+                           " is not an NVIDIA OpenCL device of compute capability >= 8.0");
   if (lr.rows <= 0 || lr.cols <= 0 || lr.col_stride != 1 || lr.cols >= kRowMaxCols) return int64_t{0};
   const bool nv_ptx = bf16_nv_ptx(device);
   auto aligned = rows_chunk_aligned(device, DType::bf16, {lr});
   if (!aligned) return aligned.status();
-  const int64_t chunk_cols = int64_t{32} * plan.vecs * row_chunk_width(DType::bf16);
+  const int64_t chunk_cols = int64_t{32} * kVecsPerLane * row_chunk_width(DType::bf16);
   const bool exact = *aligned && lr.cols % chunk_cols == 0;
-  const size_t wg = static_cast<size_t>(32 * plan.warps);
-  // The one-reduction fast-exp raw options (row_body.cl, logsumexp_body.cl: the bf16 default's
+  const size_t wg = static_cast<size_t>(32 * kWarpsPerGroup);
+  // The one-reduction fast-exp raw options (row_body.cl, logsumexp_body.cl: the bf16 row plans'
   // exp and merges), DNNB_ROW_WG = the group, DNNB_ROW_VECS = the vectors of a lane's chunk.
-  RowPlan row;
-  row.wg = wg;
-  row.raw = true;
-  row.fast_exp = true;
-  row.one_reduction = true;
-  std::string options = row_options(device, DType::bf16, plan.vecs, *aligned, row) +
-                        " -DDNNB_WARPS=" + std::to_string(plan.warps) + " -DDNNB_WARP_EXACT=" + (exact ? "1" : "0");
-  if (!nv_ptx) options += " -DDNNB_WARP_EMULATE=1";  // supported_on passed: the test switch is on
-  // The cap also for one row per warp: with reqd_work_group_size(wg) alone ptxas may take up to
-  // 65536 / wg registers (255 for 256 items), one group per SM.
-  const bool cap_registers = plan.max_regs > 0 && nv_ptx && device.has_extension("cl_nv_compiler_options");
-  if (cap_registers) options += " -cl-nv-maxrregcount=" + std::to_string(plan.max_regs);
+  const RowPlan row{.wg = wg, .raw = true, .fast_exp = true, .one_reduction = true};
+  std::string options = row_options(device, DType::bf16, kVecsPerLane, *aligned, row) + " -DDNNB_WARPS=" +
+                        std::to_string(kWarpsPerGroup) + " -DDNNB_WARP_EXACT=" + (exact ? "1" : "0");
+  if (!nv_ptx) options += " -DDNNB_WARP_EMULATE=1";  // ce_warp_available: the test switch is on
+  // Without the cap, reqd_work_group_size(wg) alone lets ptxas take up to 65536 / wg registers
+  // (255 for 256 items): one group per SM instead of two.
+  const bool cap_registers = nv_ptx && device.has_extension("cl_nv_compiler_options");
+  if (cap_registers) options += " -cl-nv-maxrregcount=" + std::to_string(kMaxRegisters);
   auto kernel = opencl_kernel(device, "cross_entropy_warp", warp_source(), "ce_rows_warp", options);
   if (!kernel) return kernel.status();
   auto fits = row_kernel_fits(device, *kernel, wg);
   if (!fits) return fits.status();
   if (!*fits) return int64_t{0};
 
-  const int64_t row_groups = (lr.rows + plan.warps - 1) / plan.warps;
-  int64_t groups = std::min(row_groups, kMaxGroups);
-  if (plan.persistent) {
-    auto units = compute_units(device);
-    if (!units) return units.status();
-    // With the register cap, no local memory and groups of wg items, exactly this many groups fit
-    // a compute unit at once (without the cap, as in the test emulation: 2 per unit).
-    const int64_t per_unit =
-        cap_registers ? std::max<int64_t>(1, registers_per_unit(device) / (int64_t{plan.max_regs} * static_cast<int64_t>(wg)))
-                      : 2;
-    groups = std::min(groups, static_cast<int64_t>(*units) * per_unit);
-  }
+  const int64_t row_groups = (lr.rows + kWarpsPerGroup - 1) / kWarpsPerGroup;
+  auto units = compute_units(device);
+  if (!units) return units.status();
+  // With the register cap, no local memory and groups of wg items, exactly this many groups fit
+  // a compute unit at once (without the cap, as in the test emulation: 2 per unit).
+  const int64_t per_unit =
+      cap_registers ? std::max<int64_t>(1, registers_per_unit(device) / (int64_t{kMaxRegisters} * static_cast<int64_t>(wg)))
+                    : 2;
+  const int64_t groups = std::min({row_groups, kMaxGroups, static_cast<int64_t>(*units) * per_unit});
   KernelArgs args(*kernel);
   args.add(logits).add(lr).add(target).add(cl_long{t_offset}).add(cl_long{t_stride}).add(cl_long{ignore_index});
   args.add(partial);
   DNNB_TRY(args.status());
   // launch_row_cached launches `rows` groups of wg items here (one group per "row" of its own).
   DNNB_TRY(launch_row_cached(device, *kernel, groups, "cross_entropy/ce_rows_warp", wg));
-  return groups * plan.warps;
+  return groups * kWarpsPerGroup;
 }
 
 }  // namespace dnnb::opencl

@@ -4,5 +4,5 @@
 #include "kernels/opencl/div_cl.h"
 
 namespace dnnb::opencl {
-DNNB_REGISTER(register_binary("div", opencl_source::div, true));
+DNNB_REGISTER(register_binary("div", opencl_source::div));
 }  // namespace dnnb::opencl

@@ -14,23 +14,16 @@ namespace dnnb::opencl {
 Status run_unary(OpCall& call, const std::string& program_name, const std::string& source, bool chunks,
                  int half_math = 0);
 // y = f(a, b): a and b broadcast to y's shape. `source` is program_source({op.cl, row_body.cl,
-// binary_body.cl}). two_d_path: 2-D broadcasts take binary_2d (else binary_rows); raw: binary_2d
-// built with DNNB_ROW_RAW=1 (variant "raw"); tile_rows > 0: 2-D broadcasts take binary_tile with
-// that many rows per work-item instead (variants "rows4", "rows8"); div_recip: binary_tile built
-// with DNNB_DIV_RECIP=1 (div's "rows4r").
-Status run_binary(OpCall& call, const std::string& program_name, const std::string& source, bool two_d_path,
-                  bool raw = false, int tile_rows = 0, bool div_recip = false);
+// binary_body.cl}). Same-shape contiguous operands take binary_flat, 2-D broadcasts binary_tile,
+// any other view binary_rows.
+Status run_binary(OpCall& call, const std::string& program_name, const std::string& source);
 
-// Register the default and the "legacy" variant (unary_flat / binary_rows only).
-// f32_default_flat: the f32 default is unary_flat (legacy) and variant "chunks" keeps
-// unary_chunks for every dtype (tanh: see docs/opencl.md, H200 measurements of 2026-11-21).
-// half_tier: the op's .cl has DNNB_HALF_MATH tiers; variants "half" (level 1) and "halfn"
-// (level 2), f16 and bf16 only, are unary_chunks built with them (docs/opencl.md, "16-bit math
-// tiers").
-bool register_unary(const std::string& op, const char* op_source, bool f32_default_flat = false,
-                    bool half_tier = false);
-// Registers the default (binary_tile, 4 rows), "chunk", "legacy", "raw" and "rows8"; with
-// div_recip also "rows4r".
-bool register_binary(const std::string& op, const char* op_source, bool div_recip = false);
+// Registers the default of a unary op: unary_chunks for contiguous views, unary_rows for the
+// rest. f32_flat: f32 contiguous views take unary_flat instead (both make 16-byte accesses for
+// f32; tanh runs faster in the flat kernel on NVIDIA's OpenCL). half_tier: the op's .cl has
+// DNNB_HALF_MATH tiers; f16/bf16 take level 2, and the alternative "portable_math" level 1.
+bool register_unary(const std::string& op, const char* op_source, bool f32_flat = false, bool half_tier = false);
+// Registers the default of a binary op (run_binary).
+bool register_binary(const std::string& op, const char* op_source);
 
 }  // namespace dnnb::opencl

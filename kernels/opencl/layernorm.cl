@@ -3,7 +3,7 @@
 //   the mean, never sum(x^2) - n mean^2, so large means do not cancel).
 // w and b are 1-D views [N] (their RowIndex: offset and col_stride).
 // Two kernels: layernorm_cached (row_body.cl: the row in registers, every view with unit
-// column stride) and layernorm_rows (any layout and length; also the "legacy" variant).
+// column stride) and layernorm_rows (any layout and length).
 
 // ---- layernorm_cached -----------------------------------------------------------------------
 // One read of x. The mean is one two-level reduction; the squared deviations about it are
@@ -21,19 +21,12 @@ DNNB_ROW_KERNEL void layernorm_cached(const global dnnb_t* x, dnnb_rows xr, cons
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
     dnnb_cache_t cache[DNNB_ROW_VECS];
-#if DNNB_ROW_RAW
     dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
     dnnb_row_fetch(raw, xrow, cols, 0.0f);
-#endif
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-#if DNNB_ROW_RAW
       cache[k] = dnnb_cache_of_raw(raw[k]);
-#else
-      const int c = dnnb_chunk_col(k);
-      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
-#endif
       s += dnnb_vsum(dnnb_cache_get(cache[k]));
     }
     const float mean = dnnb_row_wg_sum(s, scratch) * inv_cols;

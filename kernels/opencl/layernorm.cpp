@@ -1,6 +1,5 @@
-// layernorm over the last dim on OpenCL: layernorm.cl. The default takes layernorm_cached
-// when the row fits its register cache and every view has unit column stride, else
-// layernorm_rows; variant "legacy" is always layernorm_rows.
+// layernorm over the last dim on OpenCL: layernorm.cl. layernorm_cached when the row fits its
+// register cache and every view has unit column stride, else layernorm_rows.
 #include "kernels/opencl/layernorm_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/row_body_cl.h"
@@ -53,13 +52,11 @@ Status run_layernorm(OpCall& call, const std::string& source, const RowPlan& pla
   if (!br) return br.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (plan.cached) {
-    auto done = try_layernorm_cached(call, plan, **device, source, *xr, *wr, *br, *yr, static_cast<float>(*eps));
-    if (!done) return done.status();
-    if (*done) return Status::ok();
-  }
+  auto done = try_layernorm_cached(call, plan, **device, source, *xr, *wr, *br, *yr, static_cast<float>(*eps));
+  if (!done) return done.status();
+  if (*done) return Status::ok();
   auto kernel =
-      opencl_kernel(**device, "layernorm", source, "layernorm_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
+      opencl_kernel(**device, "layernorm", source, "layernorm_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -72,18 +69,13 @@ Status run_layernorm(OpCall& call, const std::string& source, const RowPlan& pla
 
 bool register_layernorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::layernorm});
-  // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
-  // (docs/opencl.md): bf16 259 us with wg64p against 342; f32 and f16 best with wg256 (295, 303).
-  // bf16: wg64p with raw loads (H200, 2026-11-21, session 4: 151.5 us against wg64p's 261 at
-  // 16384 x 8192, 85% of copy; checked on NVIDIA's OpenCL as variant "raw").
-  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
-  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
-  // f32 265 us against 294, f16 139 against 301 (bf16 was already wg64pr).
-  // f16 with early loads ("wg128re", session 6 on the H200 at 16384 x 8192: 136.4 us, 91.9% of
-  // copy, against 138.7, 90.4%; checked there).
-  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128re, RowVariant::wg64pr};
-  return register_row_op("layernorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_layernorm,
-                         /*with_raw=*/true);
+  // f32: 256 items per row, a float cache. f16: 128 items, w and b loaded in groups ahead of
+  // their use. bf16: 64 items per row (two warps) with the row cached as its storage bits, up to
+  // 128 registers of cache per item (docs/opencl.md, "Row ops").
+  const RowPlan f32{.raw = true};
+  const RowPlan f16{.wg = 128, .raw = true, .early = true};
+  const RowPlan bf16{.wg = 64, .packed = true, .max_regs = 128, .raw = true};
+  return register_row_op("layernorm", float_dtypes(), RowPlans{f32, f16, bf16}, source, run_layernorm);
 }
 
 }  // namespace

@@ -29,12 +29,12 @@ inline float dnnb_row_logsumexp_stats(const global dnnb_t* x, long xs, long x_cs
 // then st.m, st.shift, st.s (the row's), st.item_shift and st.own (below).
 //  - Two reductions (default): dnnb_lse_max is a work-group max, so shift is the row's, and
 //    dnnb_lse_sum_* a work-group sum. Two two-level trees: six barriers per row.
-//  - One reduction (-DDNNB_ROW_ONE=1, RowPlan::one_reduction, variants "*o"): dnnb_lse_max keeps
-//    the item's own max m_i, so each item sums its exps about its own max (s_i), and
-//    dnnb_lse_sum_* merges the (m_i, s_i) pairs in one two-level tree: M = max m_i,
+//  - One reduction (-DDNNB_ROW_ONE=1, RowPlan::one_reduction: the bf16 cross-entropy ops):
+//    dnnb_lse_max keeps the item's own max m_i, so each item sums its exps about its own max (s_i),
+//    and dnnb_lse_sum_* merges the (m_i, s_i) pairs in one two-level tree: M = max m_i,
 //    S = sum s_i e^(m_i - M). Three barriers per row (_all), two when only item 0 needs the result
-//    (_first: the forward loss). The row's cost the barrier trees were (issue 4: a bf16 row moves
-//    half the bytes of an f32 one for the same trees) is what these variants cut.
+//    (_first: the forward loss). The barrier trees are a fixed cost per row, which a bf16 row
+//    (half the bytes of an f32 one) amortises over fewer bytes: this form halves it.
 // Writing kernels (softmax, the gradient) take each element's exp about st.item_shift, the shift
 // of the sum pass (a float cache holds those exps; a packed one recomputes the same expression,
 // which a compiler may also keep from the sum pass), times st.own, the factor to the row's shift:
@@ -48,17 +48,16 @@ inline float dnnb_row_logsumexp_stats(const global dnnb_t* x, long xs, long x_cs
 // carries the 2^32 bias (a factor e^(m_i - M) below 2^-126, which ex2.approx.ftz flushes, still
 // scales outputs that bf16 keeps down to 2^-133), and own_unbias = 2^-32 goes into 1/S (exact:
 // 1/S >= 2^-46, so 2^-78 is normal).
-//  - Online (-DDNNB_LSE_ONLINE=1 on top of DNNB_ROW_ONE and raw loads, RowPlan::online, variants
-//    "*os"; the cross-entropy kernels, through dnnb_row_logsumexp_of_raw): each item takes its
+//  - Online (-DDNNB_LSE_ONLINE=1 on top of DNNB_ROW_ONE and raw loads, RowPlan::online: the bf16
+//    forward loss, through dnnb_row_logsumexp_of_raw): each item takes its
 //    (m_i, s_i) in one streaming pass over its chunks, chunk by chunk: m' = max(m, chunk max),
 //    s = s e^(m - m') + sum e^(z - m') (one more exp per chunk). Nothing but x (packed bits) needs
 //    to stay live past a chunk, where the two-pass form keeps the widened row or its exps from the
 //    max pass to the sum pass: clang + ptxas for sm_90, bf16 8192 columns, wg128 packed: the
-//    forward loss 40 registers against 85 (12 rows per SM instead of 5 by the register file). The
-//    writing kernel (the gradient) then recomputes every exp about the row's max (item_shift =
-//    shift, own = 1, as the packed two-reduction kernel): two exps per element, nothing cached but
-//    x. Error: each term of S meets up to one rescale per later chunk (<= VECS - 1) on top of the
-//    three exps below, each one more ex2 error: S within 2^-24 (ln cols + 22.2) + (VECS + 2) 2^-22,
+//    forward loss 40 registers against 85 (12 rows per SM instead of 5 by the register file). A
+//    writing kernel would recompute every exp about the row's max (item_shift = shift, own = 1,
+//    as the packed two-reduction kernel): two exps per element, nothing cached but x. Error: each
+//    term of S meets up to one rescale per later chunk (<= VECS - 1) on top of the three exps below, each one more ex2 error: S within 2^-24 (ln cols + 22.2) + (VECS + 2) 2^-22,
 //    <= 4.3e-6 (8 chunks per item) / 6.2e-6 (16) for 16384 columns; a row whose loss is small is
 //    carried by its max's term, which meets no rescale (it is the max from its chunk on): ~2^-22.
 #ifndef DNNB_LSE_ONLINE
@@ -82,11 +81,9 @@ inline float dnnb_lse_shift(float m) { return m == -INFINITY ? 0.0f : m; }
 // NaN and inf in the one-reduction form. The item max is fmax (NaN-ignoring: one FMNMX per element
 // on NVIDIA, where dnnb_max_nan is a compare, a NaN test and a select), so m_i is never NaN; a NaN
 // shows up in the sums instead: e^(NaN - shift) is NaN, so s_i, S and every output made from S are
-// NaN: the loss log(S) + ..., the gradient and softmax's y, which the two-reduction form makes NaN
-// through a NaN max (the whole row, as there). +inf: m_i = inf, e^(inf - inf) = NaN: S is NaN, as
-// the two-reduction form's s. A row of -inf: M = -inf, shift 0, every term e^(-inf) = 0, S = 0;
-// softmax tests S == 0 for its zero rows (dnnb_lse_inv_masked), not M == -inf, which a row of -inf
-// and NaN also has now (S NaN there: NaN outputs, as before). A row with a finite max has S >= 1
+// NaN (the loss log(S) + ..., the gradient), as the two-reduction form makes them NaN through a NaN
+// max. +inf: m_i = inf, e^(inf - inf) = NaN: S is NaN, as the two-reduction form's s. A row of
+// -inf: M = -inf, shift 0, every term e^(-inf) = 0, S = 0. A row with a finite max has S >= 1
 // (2^bias in fast-exp programs): the max's own term, its factors e^0 = 1. Pairs (-inf, 0) of items
 // past the row end add 0 * e^(-inf - shift) = 0 (shift is finite or 0, never -inf).
 #if DNNB_VW == 4
@@ -110,8 +107,8 @@ inline float dnnb_lse_max(float m, local float* scratch) { return m; }
 // H(p) - ln(S / max term) <= ln(cols) (p the row's softmax, S >= its max term): for rows of up to
 // 16384 columns, S is within 2^-24 (9.7 + 22.2) + 7.2e-7 = 2.6e-6 (bf16, bias 32; 1.3e-6 for f16)
 // against 2.1e-6 for the two-reduction form's S by the same count. So the bf16 loss moves by
-// <= 2.6e-6 absolute (row_body.cl's bound for the two-reduction form: 2.9e-6). y = e / S: packed
-// plans recompute e about M, as before; unpacked ones take e^(z - m_i) e^(m_i - M), two rounded
+// <= 2.6e-6 absolute (row_body.cl's bound for the two-reduction form: 2.9e-6). y = e / S (the
+// gradient): packed plans recompute e about M, as the two-reduction form; unpacked ones take e^(z - m_i) e^(m_i - M), two rounded
 // arguments (half-ulps <= 2 x 2^-18 at the bf16 tail, both biased, |t| <= 101; <= 2 x 2^-20 for
 // the f16 outputs that are not 0, |t| <= 25) and one more ex2 error. y is within 1e-5 (bf16, 0.003 ulp)
 // / 3.1e-6 (f16, 0.0065 ulp) before its one rounding (the two-reduction form: 0.002 / 0.005): still
@@ -214,8 +211,6 @@ inline dnnb_lse_t dnnb_lse_sum_first(float m, float s, local float* scratch) {
   return dnnb_lse_result(mrow, total, m);
 }
 
-// softmax's 1/S, or 0 for a row whose z are all -inf (y = 0, as SDPA).
-inline float dnnb_lse_inv_masked(dnnb_lse_t st) { return st.s == 0.0f ? 0.0f : 1.0f / st.s; }
 #else
 inline float dnnb_lse_vmax(float m, dnnb_vec z) { return dnnb_max_nan(m, dnnb_vmax(z)); }
 inline float dnnb_lse_max(float m, local float* scratch) { return dnnb_row_wg_max(m, scratch); }
@@ -230,22 +225,10 @@ inline dnnb_lse_t dnnb_lse_sum_all(float m, float s, local float* scratch) {
   return st;
 }
 #define dnnb_lse_sum_first dnnb_lse_sum_all
+// softmax's 1/S, or 0 for a row whose z are all -inf (y = 0, as SDPA).
 inline float dnnb_lse_inv_masked(dnnb_lse_t st) { return st.m == -INFINITY ? 0.0f : 1.0f / st.s; }
 #define DNNB_LSE_SCRATCH DNNB_ROW_SCRATCH
 #endif
-
-// ---- rows per work-group (-DDNNB_ROW_RPG=n, RowPlan::rows_per_group; default 1) ---------------
-// A 2-D group of DNNB_ROW_WG x n items: slice get_local_id(1) takes one row with its own scratch
-// (every function above indexes by get_local_id(0) only), so n rows share the group's barriers.
-// The kernels loop over the group's first rows r0 (uniform in the group, so every item meets every
-// barrier); a slice past the last row redoes row r0 and stores nothing (`live`).
-#ifndef DNNB_ROW_RPG
-#define DNNB_ROW_RPG 1
-#endif
-#define DNNB_LSE_KERNEL kernel __attribute__((reqd_work_group_size(DNNB_ROW_WG, DNNB_ROW_RPG, 1)))
-inline int dnnb_row_slot(void) { return DNNB_ROW_RPG == 1 ? 0 : (int)get_local_id(1); }
-inline long dnnb_group_row0(void) { return (long)get_group_id(0) * DNNB_ROW_RPG; }
-inline long dnnb_group_row_step(void) { return (long)get_num_groups(0) * DNNB_ROW_RPG; }
 
 // ---- the cross-entropy rows ------------------------------------------------------------------
 // The row is loaded once into `cache` (columns past the end as -inf); the steps above, one exp
@@ -283,9 +266,7 @@ inline float dnnb_row_lse_pass(private dnnb_cache_t* cache, float* m, local floa
   return s;
 }
 
-#if DNNB_ROW_RAW
-// The same for a row already fetched as raw chunks (dnnb_row_fetch with fill -inf): the early-load
-// kernels issue their other loads between the fetch and this.
+// The same for a row already fetched as raw chunks (dnnb_row_fetch with fill -inf).
 inline float dnnb_row_logsumexp_of_raw(const private dnnb_raw_t* raw, private dnnb_cache_t* cache, float* m_out,
                                        local float* scratch) {
 #if DNNB_LSE_ONLINE
@@ -314,25 +295,13 @@ inline float dnnb_row_logsumexp_of_raw(const private dnnb_raw_t* raw, private dn
   return dnnb_row_lse_pass(cache, m_out, scratch);
 #endif
 }
-#endif
 
-// This item's part of the row's statistics (s returned, *m_out as dnnb_row_lse_pass leaves it).
+// This item's part of the row's statistics (s returned, *m_out as dnnb_row_lse_pass leaves it):
+// all of x's loads first (row_body.cl "raw loads").
 inline float dnnb_row_logsumexp_cached(const global dnnb_t* row, int cols, private dnnb_cache_t* cache,
                                        float* m_out, local float* scratch) {
-#if DNNB_ROW_RAW
-  dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
+  dnnb_raw_t raw[DNNB_ROW_VECS];
   dnnb_row_fetch(raw, row, cols, -INFINITY);
   return dnnb_row_logsumexp_of_raw(raw, cache, m_out, scratch);
-#else
-  float m = -INFINITY;
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    const int c = dnnb_chunk_col(k);
-    cache[k] = c < cols ? dnnb_cache_load(row, c, cols, -INFINITY) : dnnb_cache_splat(-INFINITY);
-    m = dnnb_lse_vmax(m, dnnb_cache_get(cache[k]));
-  }
-  *m_out = m;
-  return dnnb_row_lse_pass(cache, m_out, scratch);
-#endif
 }
 #endif

@@ -1,5 +1,5 @@
-// max over the last dim on OpenCL: the reduction is in max.cl, the kernel in reduce_body.cl; the
-// 16-bit variants "keys", "keys128" in max16.cl.
+// max over the last dim on OpenCL: the reduction is in max.cl, the kernels in reduce_body.cl and,
+// for f16/bf16, max16.cl.
 #include "kernels/opencl/reduce.h"
 #include "kernels/opencl/max16_cl.h"
 #include "kernels/opencl/max_cl.h"

@@ -1,13 +1,10 @@
-// 16-bit max over the last dim on the storage bits (variants "keys", "keys128" of max, f16/bf16;
-// docs/opencl.md, "Session 6: broadcast binary and 16-bit max"). Placed after max.cl, row_body.cl
-// and reduce_body.cl.
+// 16-bit max over the last dim on the storage bits (max16_keys: the f16/bf16 max). Placed after
+// max.cl, row_body.cl and reduce_body.cl.
 //
-// Why: on the H200 the 16-bit max took as long as f32 max at twice the bytes (51-65% of copy) and
-// its depth-8 plans fell to 13-20%, while 16-bit sum reached 103% with the same loads. NVIDIA's
-// PTX of reduce_chunks (f16) showed every lane of every combine as 5 SASS (dnnb_vmax2's vector
-// select: an isnan compare, the compare or-ed into it, the mask built as an int 0/-1, its sign
-// tested, then the select) after the conversion: ~6 SASS per element plus the per-row work, where
-// sum pays one add.
+// Why: reduce_chunks' combine, dnnb_vmax2 (a vector select on an isnan compare or-ed with a
+// compare), lowers on NVIDIA to ~5 instructions per lane after the conversion, so a 16-bit max
+// costs ~6 instructions per element where sum pays one add: the max could not keep up with the
+// memory at half the bytes per element of f32.
 //
 // Here no element is converted. f16 and bf16 are both sign-magnitude, so for two values of one
 // sign their bits order like the values (a larger magnitude is larger if positive, smaller if

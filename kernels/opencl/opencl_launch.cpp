@@ -1,6 +1,7 @@
 #include "kernels/opencl/opencl_launch.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -189,155 +190,9 @@ Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& ge
 
 int64_t row_chunk_width(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
 
-RowPlan row_plan(RowVariant variant) {
-  RowPlan plan;  // wg256: 256 items per row, float cache
-  switch (variant) {
-    case RowVariant::wg256:
-      break;
-    case RowVariant::legacy:
-      plan.cached = false;
-      break;
-    case RowVariant::wg128:  // half the items per row: twice the chunks per item, fewer levels
-      plan.wg = 128;
-      break;
-    case RowVariant::wg128p:  // 16-bit rows cached as storage bits: a row costs as many register
-      plan.wg = 128;          // bytes as memory bytes (the float cache twice), so twice the
-      plan.packed = true;     // 16-bit rows fit an SM's registers
-      break;
-    case RowVariant::wg64p:  // 64 items per row (two warps), up to 128 registers of cache each
-      plan.wg = 64;
-      plan.packed = true;
-      plan.max_regs = 128;
-      break;
-    case RowVariant::stream:  // the *_rows kernel re-reading x from L2, no register cache
-      plan.cached = false;
-      plan.stream = true;
-      break;
-    case RowVariant::wg256r:  // wg256 / wg128 / wg128p / wg64p with raw loads (DNNB_ROW_RAW)
-      plan.raw = true;
-      break;
-    case RowVariant::wg128r:
-      plan = row_plan(RowVariant::wg128);
-      plan.raw = true;
-      break;
-    case RowVariant::wg128pr:
-      plan = row_plan(RowVariant::wg128p);
-      plan.raw = true;
-      break;
-    case RowVariant::wg64pr:
-      plan = row_plan(RowVariant::wg64p);
-      plan.raw = true;
-      break;
-    case RowVariant::wg128re:  // the raw plans with early loads (DNNB_ROW_EARLY)
-      plan = row_plan(RowVariant::wg128r);
-      plan.early = true;
-      break;
-    case RowVariant::wg128pre:
-      plan = row_plan(RowVariant::wg128pr);
-      plan.early = true;
-      break;
-    case RowVariant::wg64pre:
-      plan = row_plan(RowVariant::wg64pr);
-      plan.early = true;
-      break;
-    case RowVariant::wg128rn:  // raw and early plans with the 16-bit fast exp (f32: unchanged)
-      plan = row_plan(RowVariant::wg128r);
-      plan.fast_exp = true;
-      break;
-    case RowVariant::wg128ren:
-      plan = row_plan(RowVariant::wg128re);
-      plan.fast_exp = true;
-      break;
-    case RowVariant::wg128prn:
-      plan = row_plan(RowVariant::wg128pr);
-      plan.fast_exp = true;
-      break;
-    case RowVariant::wg128pren:
-      plan = row_plan(RowVariant::wg128pre);
-      plan.fast_exp = true;
-      break;
-    // One reduction per row (logsumexp_body.cl): the fast-exp plans above.
-    case RowVariant::wg128rno:
-      plan = row_plan(RowVariant::wg128rn);
-      plan.one_reduction = true;
-      break;
-    case RowVariant::wg128reno:
-      plan = row_plan(RowVariant::wg128ren);
-      plan.one_reduction = true;
-      break;
-    case RowVariant::wg128prno:
-      plan = row_plan(RowVariant::wg128prn);
-      plan.one_reduction = true;
-      break;
-    case RowVariant::wg128preno:
-      plan = row_plan(RowVariant::wg128pren);
-      plan.one_reduction = true;
-      break;
-    // ... with each item's statistics in one streaming pass (few registers: more rows per SM), also
-    // on 64-item rows (wg64p's cache: 16 chunks per item for 8192 16-bit columns), two per group.
-    case RowVariant::wg128prnos:
-      plan = row_plan(RowVariant::wg128prno);
-      plan.online = true;
-      break;
-    case RowVariant::wg128prenos:
-      plan = row_plan(RowVariant::wg128preno);
-      plan.online = true;
-      break;
-    case RowVariant::wg64prenos:
-      plan = row_plan(RowVariant::wg64pre);
-      plan.fast_exp = true;
-      plan.one_reduction = true;
-      plan.online = true;
-      break;
-    case RowVariant::wg64x2prenos:
-      plan = row_plan(RowVariant::wg64prenos);
-      plan.rows_per_group = 2;
-      break;
-  }
-  return plan;
-}
-
-std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults, bool with_raw,
-                                                           const std::vector<RowVariant>& extra) {
-  std::vector<std::pair<std::string, RowPlans>> list;
-  list.emplace_back("", RowPlans{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)});
-  const std::pair<const char*, RowVariant> named[] = {{"wg256", RowVariant::wg256}, {"legacy", RowVariant::legacy},
-                                                      {"wg128", RowVariant::wg128}, {"wg128p", RowVariant::wg128p},
-                                                      {"wg64p", RowVariant::wg64p}, {"stream", RowVariant::stream}};
-  for (const auto& [name, variant] : named) {
-    if (variant == RowVariant::stream && !with_stream) continue;
-    const RowPlan plan = row_plan(variant);
-    list.emplace_back(name, RowPlans{plan, plan, plan});
-  }
-  if (with_raw) {
-    // "rawe": each dtype's default plan with raw and early loads. (The "raw" variant, the default
-    // plans with raw loads, became the defaults in session 5 and was dropped in session 6.)
-    RowPlans rawe{row_plan(defaults.f32), row_plan(defaults.f16), row_plan(defaults.bf16)};
-    rawe.f32.raw = rawe.f16.raw = rawe.bf16.raw = true;
-    rawe.f32.early = rawe.f16.early = rawe.bf16.early = true;
-    list.emplace_back("rawe", rawe);
-    const std::pair<const char*, RowVariant> raw_named[] = {
-        {"wg128r", RowVariant::wg128r},   {"wg128pr", RowVariant::wg128pr},   {"wg64pr", RowVariant::wg64pr},
-        {"wg128re", RowVariant::wg128re}, {"wg128pre", RowVariant::wg128pre}, {"wg64pre", RowVariant::wg64pre}};
-    for (const auto& [name, variant] : raw_named) {
-      const RowPlan plan = row_plan(variant);
-      list.emplace_back(name, RowPlans{plan, plan, plan});
-    }
-  }
-  const std::pair<const char*, RowVariant> extra_named[] = {
-      {"wg128rn", RowVariant::wg128rn},       {"wg128ren", RowVariant::wg128ren},
-      {"wg128prn", RowVariant::wg128prn},     {"wg128pren", RowVariant::wg128pren},
-      {"wg128rno", RowVariant::wg128rno},     {"wg128reno", RowVariant::wg128reno},
-      {"wg128prno", RowVariant::wg128prno},   {"wg128preno", RowVariant::wg128preno},
-      {"wg128prnos", RowVariant::wg128prnos}, {"wg128prenos", RowVariant::wg128prenos},
-      {"wg64prenos", RowVariant::wg64prenos}, {"wg64x2prenos", RowVariant::wg64x2prenos}};
-  for (RowVariant variant : extra)
-    for (const auto& [name, v] : extra_named)
-      if (v == variant) {
-        const RowPlan plan = row_plan(variant);
-        list.emplace_back(name, RowPlans{plan, plan, plan});
-      }
-  return list;
+RowPlans without_fast_exp(RowPlans plans) {
+  plans.f32.fast_exp = plans.f16.fast_exp = plans.bf16.fast_exp = false;
+  return plans;
 }
 
 Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& program_name, const std::string& source,
@@ -353,19 +208,29 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
     options += " -DDNNB_ROW_EXACT=1";
   auto kernel = opencl_kernel(device, program_name, source, name, options);
   if (!kernel) return kernel.status();
-  auto fits = row_kernel_fits(device, *kernel, plan.wg * plan.rows_per_group);
+  auto fits = row_kernel_fits(device, *kernel, plan.wg);
   if (!fits) return fits.status();
   return *fits ? *kernel : nullptr;
 }
 
-bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw, const std::vector<RowVariant>& extra,
-                     RowOpRun default_run) {
-  bool ok = true;
-  for (const auto& [variant, plans] : row_variants(with_stream, defaults, with_raw, extra)) {
-    ok = register_opencl(op, variant, dtypes,
-                         [source, plans = plans, run = variant.empty() && default_run ? default_run : run](OpCall& call) {
-                           return run(call, source, plans(call.problem.dtype));
+bool register_row_op(const std::string& op, const std::vector<DType>& dtypes, const RowPlans& plans,
+                     const std::string& source, RowOpRun run, RowOpRun default_run) {
+  const RowOpRun run_default = default_run != nullptr ? default_run : run;
+  bool ok = register_opencl(op, dtypes, [source, plans, run_default](OpCall& call) {
+    return run_default(call, source, plans(call.problem.dtype));
+  });
+  // The alternative exists for the dtypes whose default plan takes the fast exp (never f32).
+  std::vector<DType> fast;
+  for (DType dtype : dtypes)
+    if (dtype != DType::f32 && plans(dtype).fast_exp) fast.push_back(dtype);
+  if (!fast.empty()) {
+    const RowPlans portable = without_fast_exp(plans);
+    ok = register_opencl(op, "portable_math",
+                         "On a device whose native_exp2 dnnb_opencl_math_tests has not checked: 16-bit rows with the "
+                         "built-in exp (and round-to-nearest-even bf16 stores) instead of native_exp2, at a few "
+                         "more instructions per element",
+                         fast, [source, portable, run](OpCall& call) {
+                           return run(call, source, portable(call.problem.dtype));
                          }) &&
          ok;
   }
@@ -407,13 +272,10 @@ std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool 
   return build_options(device, dtype,
                        "-DDNNB_ROW_WG=" + std::to_string(plan.wg) + " -DDNNB_ROW_VECS=" + std::to_string(vecs) +
                            " -DDNNB_ALIGNED=" + (aligned ? "1" : "0") + " -DDNNB_ROW_PACKED=" + (packed ? "1" : "0") +
-                           " -DDNNB_ROW_STREAM=" + (plan.stream ? "1" : "0") +
-                           // only when set, so the other plans keep their options (and builds)
                            (plan.raw ? " -DDNNB_ROW_RAW=1" : "") + (plan.early ? " -DDNNB_ROW_EARLY=1" : "") +
                            // the 16-bit tier's exp; f32 programs keep the built-in one (prelude.cl)
                            (plan.fast_exp && dtype != DType::f32 ? " -DDNNB_HALF_MATH=2" : "") +
-                           (plan.one_reduction ? " -DDNNB_ROW_ONE=1" : "") + (plan.online ? " -DDNNB_LSE_ONLINE=1" : "") +
-                           (plan.rows_per_group > 1 ? " -DDNNB_ROW_RPG=" + std::to_string(plan.rows_per_group) : ""));
+                           (plan.one_reduction ? " -DDNNB_ROW_ONE=1" : "") + (plan.online ? " -DDNNB_LSE_ONLINE=1" : ""));
 }
 
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) {
@@ -423,28 +285,21 @@ Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg) 
   return kernel_max >= wg && device.max_work_group_size() >= wg;
 }
 
-Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what, size_t wg,
-                         size_t rows_per_group) {
+Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what, size_t wg) {
   if (rows <= 0) return Status::ok();
   // The kernel's local arrays and reductions are sized for exactly the compiled work-group
   // size: refuse a kernel built for another size rather than let it index past them.
   size_t compiled[3] = {0, 0, 0};
   DNNB_CL_TRY(clGetKernelWorkGroupInfo(kernel, device.device_id(), CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
                                        sizeof(compiled), compiled, nullptr));
-  if (compiled[0] != wg || compiled[1] != rows_per_group || compiled[2] != 1)
+  if (compiled[0] != wg || compiled[1] != 1 || compiled[2] != 1)
     return DNNB_ERROR(what + ": kernel compiled for work-group " + std::to_string(compiled[0]) + "x" +
                       std::to_string(compiled[1]) + "x" + std::to_string(compiled[2]) + ", launch needs " +
-                      std::to_string(wg) + "x" + std::to_string(rows_per_group) + "x1");
-  const size_t groups = std::min(ceil_div(static_cast<size_t>(rows), rows_per_group), kMaxGroups);
-  if (rows_per_group == 1) {
-    const size_t local = wg;
-    const size_t global = groups * local;
-    return enqueue(device, kernel, 1, &global, &local, what);
-  }
-  // Groups along dim 0 (no per-dimension cap of 65535 there), the row slices along dim 1.
-  const size_t local[2] = {wg, rows_per_group};
-  const size_t global[2] = {groups * wg, rows_per_group};
-  return enqueue(device, kernel, 2, global, local, what);
+                      std::to_string(wg) + "x1x1");
+  const size_t groups = std::min(static_cast<size_t>(rows), kMaxGroups);
+  const size_t local = wg;
+  const size_t global = groups * local;
+  return enqueue(device, kernel, 1, &global, &local, what);
 }
 
 const std::vector<DType>& float_dtypes() {
@@ -452,16 +307,14 @@ const std::vector<DType>& float_dtypes() {
   return list;
 }
 
-bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
-  return register_opencl(op, "", std::move(dtypes), std::move(run));
-}
-
-bool register_opencl(const std::string& op, const std::string& variant, std::vector<DType> dtypes,
-                     std::function<Status(OpCall&)> run) {
+namespace {
+Implementation opencl_implementation(const std::string& op, const std::string& variant, const std::string& when,
+                                     std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
   Implementation impl;
   impl.op = op;
   impl.backend = "opencl";
   impl.variant = variant;
+  impl.when = when;
   impl.dtypes = dtypes;
   impl.supports = [op, dtypes](const Problem& problem, const DeviceRuntime& device) -> Status {
     if (dynamic_cast<const OpenCLDevice*>(&device) == nullptr)
@@ -471,7 +324,23 @@ bool register_opencl(const std::string& op, const std::string& variant, std::vec
     return Status::ok();
   };
   impl.run = std::move(run);
-  return Registry::instance().add_implementation(std::move(impl));
+  return impl;
+}
+}  // namespace
+
+bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
+  return Registry::instance().add_implementation(opencl_implementation(op, "", "", std::move(dtypes), std::move(run)));
+}
+
+bool register_opencl(const std::string& op, const std::string& variant, const std::string& when,
+                     std::vector<DType> dtypes, std::function<Status(OpCall&)> run) {
+  if (variant.empty() || when.empty()) {
+    std::fprintf(stderr, "dnnblocks: opencl %s: an alternative needs a name and its one sentence (when); not registered\n",
+                 op.c_str());
+    return false;
+  }
+  return Registry::instance().add_implementation(
+      opencl_implementation(op, variant, when, std::move(dtypes), std::move(run)));
 }
 
 }  // namespace dnnb::opencl

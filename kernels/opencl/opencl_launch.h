@@ -101,109 +101,70 @@ Status launch_rows(OpenCLDevice& device, cl_kernel kernel, const RowGeometry& ge
 // reqd_work_group_size(DNNB_ROW_WG) and size their local arrays from it; launch_row_cached()
 // checks the compiled size against plan.wg before it enqueues.
 constexpr size_t kRowWorkGroup = 256;
-// How a row op runs; each registered variant of softmax, layernorm, rmsnorm and the
-// cross-entropy ops is one plan (row_variants()).
+// How a row-cached kernel is built: the options of row_options(). Each row op (softmax,
+// layernorm, rmsnorm and the cross-entropy ops) picks one plan per dtype (RowPlans); the
+// reductions take the geometry fields only.
 struct RowPlan {
-  bool cached = true;       // false: the op's *_rows kernel only (variant "legacy")
-  size_t wg = kRowWorkGroup;  // work-items per row of the cached kernel (16..256, power of 2)
-  bool packed = false;      // 16-bit rows cached as storage bits (uint4 = 8 columns in 4 registers)
-  int max_regs = 64;        // registers of row cache per work-item the plan accepts
-  bool stream = false;      // *_rows kernel built with DNNB_ROW_STREAM=1: x re-read (from L2), no cache
-  // DNNB_ROW_RAW=1: a pass loads all its chunks as storage bits before converting any (see
-  // row_body.cl "raw loads"); the row ops (through logsumexp_body.cl for cross-entropy) and the
-  // reductions use it.
+  size_t wg = kRowWorkGroup;  // work-items per row (16..256, power of 2)
+  bool packed = false;        // 16-bit rows cached as storage bits (uint4 = 8 columns in 4 registers)
+  int max_regs = 64;          // registers of row cache per work-item the plan accepts
+  // DNNB_ROW_RAW=1: a pass loads all its chunks as storage bits before converting any (row_body.cl
+  // "raw loads"). Every row op's plan has it; the f32 reductions do not.
   bool raw = false;
-  // DNNB_ROW_EARLY=1 (raw plans only): every other load of a row (mask, w, b, the target's
-  // logit, the count) is issued with x's, before any conversion or use (row_body.cl "early loads").
+  // DNNB_ROW_EARLY=1 (raw plans only): every other load of a row (mask, w, b) is issued with x's,
+  // before any conversion or use (row_body.cl "early loads").
   bool early = false;
   // DNNB_HALF_MATH=2 for f16/bf16 programs (f32 keeps the built-in exp: the option is not given):
   // softmax and the cross-entropy ops take exp as native_exp2 (row_body.cl dnnb_row_exp, with its
   // error analysis), and bf16 stores round half away from zero (row_body.cl dnnb_bf16x8_narrow).
   bool fast_exp = false;
-  // DNNB_ROW_ONE=1 (softmax and the cross-entropy ops): one work-group reduction per row over
-  // (max, sum of exp) pairs instead of a max reduction then a sum reduction (logsumexp_body.cl).
+  // DNNB_ROW_ONE=1 (the cross-entropy ops): one work-group reduction per row over (max, sum of
+  // exp) pairs instead of a max reduction then a sum reduction (logsumexp_body.cl).
   bool one_reduction = false;
-  // DNNB_LSE_ONLINE=1 (one_reduction and raw only; the cross-entropy ops): each item's (max, sum)
-  // in one streaming pass over its chunks, the exps of a write pass recomputed (logsumexp_body.cl).
+  // DNNB_LSE_ONLINE=1 (one_reduction and raw only): each item's (max, sum) in one streaming pass
+  // over its chunks, the exps of a write pass recomputed (logsumexp_body.cl).
   bool online = false;
-  // DNNB_ROW_RPG: rows per work-group (softmax and the cross-entropy ops): a 2-D group of wg x
-  // rows_per_group items, one row per slice of wg items (logsumexp_body.cl, "rows per group").
-  size_t rows_per_group = 1;
 };
-// One plan per dtype: a named variant runs one plan for every dtype; an op's default ("") may
-// pick, per dtype, the variant that measured fastest (RowDefaults).
+// One plan per dtype.
 struct RowPlans {
   RowPlan f32, f16, bf16;
   const RowPlan& operator()(DType dtype) const {
     return dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
   }
 };
-// The registered row variants, by name below.
-enum class RowVariant {
-  wg256, legacy, wg128, wg128p, wg64p, stream,
-  wg256r, wg128r, wg128pr, wg64pr,  // raw loads (DNNB_ROW_RAW); wg256r is no named variant, only a default
-  wg128re, wg128pre, wg64pre,
-  wg128rn, wg128ren, wg128prn, wg128pren,  // wg128r, wg128re, wg128pr, wg128pre with fast_exp
-  // one_reduction ("o") on the fast-exp plans; then online ("s") on wg128prn, wg128pren, wg64pren,
-  // and the last with two rows per group
-  wg128rno, wg128reno, wg128prno, wg128preno, wg128prnos, wg128prenos, wg64prenos, wg64x2prenos
-};
-RowPlan row_plan(RowVariant variant);
-// The variant an op's default runs, per dtype.
-struct RowDefaults {
-  RowVariant f32 = RowVariant::wg256;
-  RowVariant f16 = RowVariant::wg256;
-  RowVariant bf16 = RowVariant::wg256;
-};
-// (variant name, plans): "" (the defaults' variants per dtype), "wg256" (256 items per row,
-// float cache), "legacy", "wg128", "wg128p", "wg64p" and, when with_stream, "stream"; when
-// with_raw, also "wg128r", "wg128pr", "wg64pr" and the defaults' plans and those three with early
-// loads: "rawe", "wg128re", "wg128pre", "wg64pre"; then each of `extra` under its name: the
-// fast-exp plans (wg128rn, wg128ren, wg128prn, wg128pren) and the one-reduction plans (wg128rno,
-// wg128reno, wg128prno, wg128preno, wg128prnos, wg128prenos, wg64prenos, wg64x2prenos),
-// registered by softmax and the cross-entropy ops only, whose exp and statistics they change.
-std::vector<std::pair<std::string, RowPlans>> row_variants(bool with_stream, RowDefaults defaults = {},
-                                                           bool with_raw = false,
-                                                           const std::vector<RowVariant>& extra = {});
+// The same plans with the built-in exp and round-to-nearest-even stores (fast_exp off): the row
+// ops' alternative "portable_math".
+RowPlans without_fast_exp(RowPlans plans);
 // How a row op runs one call under one plan, its program source given.
 using RowOpRun = Status (*)(OpCall& call, const std::string& source, const RowPlan& plan);
-// Registers `op` once per row variant of row_variants(with_stream, defaults, with_raw, extra);
-// each call runs with the plan of its dtype. `default_run`, when given, runs the default ("")
-// instead of `run`, with the same plan: for a default that picks a kernel by device (the bf16
-// cross_entropy on NVIDIA). False when a registration failed.
-bool register_row_op(const std::string& op, std::vector<DType> dtypes, bool with_stream, RowDefaults defaults,
-                     std::string source, RowOpRun run, bool with_raw = false,
-                     const std::vector<RowVariant>& extra = {}, RowOpRun default_run = nullptr);
-// The plan for an op's *_rows kernel under `plan`: only the stream flag carries over, so every
-// cached variant shares one build of the *_rows program for the shapes it falls back on.
-inline RowPlan rows_kernel_plan(const RowPlan& plan) {
-  RowPlan rows;
-  rows.cached = false;
-  rows.stream = plan.stream;
-  return rows;
-}
+// Registers the default of `op` (each dtype with its plan of `plans`) and, when the 16-bit plans
+// take the fast exp, the alternative "portable_math" (without_fast_exp, for those dtypes only).
+// `default_run`, when given, runs the default instead of `run`, with the same plans: for a default
+// that picks a kernel by device (the bf16 cross_entropy on NVIDIA). False when a registration failed.
+bool register_row_op(const std::string& op, const std::vector<DType>& dtypes, const RowPlans& plans,
+                     const std::string& source, RowOpRun run, RowOpRun default_run = nullptr);
+
 // Columns per chunk: 4 for f32, 8 for f16 and bf16.
 int64_t row_chunk_width(DType dtype);
 // True when a row is long enough for a whole work-group of `wg` items: at least a quarter
-// chunk per item. Shorter rows go to the older kernels, whose work-group size follows the
+// chunk per item. Shorter rows go to the op's *_rows kernel, whose work-group size follows the
 // row length.
 bool row_fills_work_group(DType dtype, int64_t cols, size_t wg = kRowWorkGroup);
 // The fewest chunks per work-item (1, 2, 4, ...; each chunk costs 4 registers for f32 and
 // packed 16-bit, 8 for unpacked 16-bit; at most plan.max_regs) that hold a row of `cols`, or
-// 0 when the row is too long (the op then uses its streaming kernel) or too short.
+// 0 when the row is too long or too short for the plan (the op then takes its *_rows kernel).
 int row_cache_vecs(DType dtype, int64_t cols, const RowPlan& plan = RowPlan{});
 // True when the typed 16-byte accesses of DNNB_ALIGNED=1 are legal for every view: unit
 // column stride, offset and every outer stride a multiple of the chunk width, and the device
 // aligns buffer bases to at least 16 bytes (and is little-endian: chunks are reinterpreted).
 Result<bool> rows_chunk_aligned(const OpenCLDevice& device, DType dtype, std::initializer_list<ClRows> views);
-// build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS, -DDNNB_ALIGNED, -DDNNB_ROW_PACKED
-// (16-bit only) and -DDNNB_ROW_STREAM, from the plan (and -DDNNB_ROW_RAW, -DDNNB_ROW_EARLY,
-// -DDNNB_HALF_MATH=2 (16-bit only), -DDNNB_ROW_ONE, -DDNNB_LSE_ONLINE, -DDNNB_ROW_RPG when set).
+// build_options() plus -DDNNB_ROW_WG, -DDNNB_ROW_VECS, -DDNNB_ALIGNED and -DDNNB_ROW_PACKED
+// (16-bit only), from the plan, and -DDNNB_ROW_RAW, -DDNNB_ROW_EARLY, -DDNNB_HALF_MATH=2 (16-bit
+// only), -DDNNB_ROW_ONE, -DDNNB_LSE_ONLINE where the plan sets them.
 std::string row_options(const OpenCLDevice& device, DType dtype, int vecs, bool aligned,
                         const RowPlan& plan = RowPlan{});
 // False when this kernel cannot run `wg` items on this device (its register use may lower
-// CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel. `wg` counts every item of
-// the group (plan.wg * plan.rows_per_group).
+// CL_KERNEL_WORK_GROUP_SIZE): the caller then takes its other kernel.
 Result<bool> row_kernel_fits(OpenCLDevice& device, cl_kernel kernel, size_t wg = kRowWorkGroup);
 // Kernel `name` of program `program_name`, built by row_options() for `vecs` chunks per item
 // (typed 16-byte accesses when every view is chunk-aligned, `extra_options` appended; for a raw
@@ -213,18 +174,19 @@ Result<cl_kernel> row_cached_kernel(OpenCLDevice& device, const std::string& pro
                                     const char* name, DType dtype, int vecs, std::initializer_list<ClRows> views,
                                     const RowPlan& plan = RowPlan{}, const std::string& extra_options = "");
 // One work-group of `wg` items per row (grid-stride beyond kMaxGroups rows); refuses a kernel
-// compiled for another work-group size. rows_per_group > 1: 2-D groups of wg x rows_per_group
-// items, one row per slice of wg (the last group's spare slices redo a row and store nothing).
+// compiled for another work-group size.
 Status launch_row_cached(OpenCLDevice& device, cl_kernel kernel, int64_t rows, const std::string& what,
-                         size_t wg = kRowWorkGroup, size_t rows_per_group = 1);
+                         size_t wg = kRowWorkGroup);
 // Largest row (in columns) the int column math of row_body.cl accepts.
 constexpr int64_t kRowMaxCols = int64_t{1} << 30;
 
-// Registers an implementation of `op` on backend "opencl" (variant "" is the default);
-// supports() checks the dtype and that the device is an OpenCL device.
+// Registers the default implementation of `op` on backend "opencl"; supports() checks the dtype
+// and that the device is an OpenCL device.
 bool register_opencl(const std::string& op, std::vector<DType> dtypes, std::function<Status(OpCall&)> run);
-bool register_opencl(const std::string& op, const std::string& variant, std::vector<DType> dtypes,
-                     std::function<Status(OpCall&)> run);
+// Registers an alternative: `variant` names it, `when` is its one sentence saying when a user
+// would choose it (Implementation::when). False, with a message, when `when` is empty.
+bool register_opencl(const std::string& op, const std::string& variant, const std::string& when,
+                     std::vector<DType> dtypes, std::function<Status(OpCall&)> run);
 
 // Dtypes of family 1 (f32, f16, bf16).
 const std::vector<DType>& float_dtypes();

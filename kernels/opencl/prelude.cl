@@ -11,11 +11,10 @@ inline float dnnb_bf16_to_f32(ushort bits) { return as_float(((uint)bits) << 16)
 
 // Round to nearest even on the top 16 bits; a NaN stays a (quiet) NaN. Written as a select,
 // not an early return, so every element runs the same integer ops and no branch. The NaN test is
-// isnan (one float compare, setp.nan) rather than (u & 0x7fffffff) > 0x7f800000 (an and and an
-// integer compare): the same predicate for every float (no flag of ours flushes or assumes away
-// NaNs), one op less per element (clang + ptxas for sm_90: 6 -> 5 SASS per element for the
-// eight-lane form below). tests/opencl/test_bf16_store.cpp holds both forms, on every OpenCL
-// device, to the older integer test for all 2^32 floats.
+// isnan (one float compare, setp.nan on NVIDIA) rather than (u & 0x7fffffff) > 0x7f800000 (an and
+// and an integer compare): the same predicate for every float (no flag of ours flushes or assumes
+// away NaNs), one op less per element. tests/opencl/test_bf16_store.cpp holds both forms, on every
+// OpenCL device, to the integer test for all 2^32 floats.
 // These integer forms ("_int") are the portable code; dnnb_f32_to_bf16 / dnnb_bf16x8_rne
 // below are them, or the PTX forms of the NVIDIA tier (DNNB_NV_PTX).
 inline ushort dnnb_f32_to_bf16_int(float value) {
@@ -107,17 +106,17 @@ inline void dnnb_bf16x4_store(float4 v, global ushort* p) { vstore4(dnnb_bf16x4_
 #error "build with -DDNNB_F32, -DDNNB_F16 or -DDNNB_BF16"
 #endif
 
-// ---- 16-bit math tiers (-DDNNB_HALF_MATH=1 or 2: variants "half", "halfn" of the activations) ---
+// ---- 16-bit math tiers (-DDNNB_HALF_MATH=1 or 2) ---------------------------------------------
 // For results rounded to f16/bf16 next, the activations may trade f32 accuracy they do not
 // need for instructions: an f32 error of ~2e-6 (f16) / ~2e-5 (bf16) moves a 16-bit result by
 // at most 0.005 ulp; the exhaustive test (tests/opencl/test_half_math.cpp) holds every 16-bit
 // input to 0.505 ulp of the exact value on every OpenCL device it finds. f32 never takes them.
-//   1 ("half"):  full-precision built-ins (exp) and native_recip refined by one Newton step:
-//                accurate by construction on any device.
-//   2 ("halfn"): native_exp2 and native_recip as they are (one MUFU each on NVIDIA, whose
-//                ex2.approx/rcp.approx err by ~2^-22). OpenCL leaves the accuracy of native_
-//                functions to the implementation, so this level is as good as the device:
-//                run the exhaustive test on a device before taking it there.
+//   1 (the activations' alternative "portable_math"): full-precision built-ins (exp) and
+//     native_recip refined by one Newton step: accurate by construction on any device.
+//   2 (the 16-bit default of the activations; the fast exp of the 16-bit row plans): native_exp2
+//     and native_recip as they are (one MUFU each on NVIDIA, whose ex2.approx/rcp.approx err by
+//     ~2^-22). OpenCL leaves the accuracy of native_ functions to the implementation, so this
+//     level is as good as the device: the exhaustive test is what vouches for it there.
 #ifndef DNNB_HALF_MATH
 #define DNNB_HALF_MATH 0
 #endif
@@ -256,8 +255,8 @@ inline float dnnb_wg_max(float v, local float* scratch) {
 // row sum: half the barriers of a max tree followed by a sum tree.
 // A pair whose values were NaN and -inf only is (-inf, NaN): dnnb_softmax_add keeps a NaN in s,
 // never in m. So a pair with m = -inf is weighted by 0, not dropped: 0 for an empty pair's s = 0,
-// NaN for that one (dropping it lost the NaN of a row, e.g. in column 32 of a 33-column row, the
-// only column of its work-item: a finite loss where torch's is NaN).
+// NaN for that one (a row whose only NaN is the only column of its work-item, e.g. column 32 of
+// a 33-column row, must still give NaN, as torch does).
 inline void dnnb_softmax_merge(float* m, float* s, float m2, float s2) {
   const float mm = dnnb_max_nan(*m, m2);
   if (mm == -INFINITY) {  // no finite value on either side: stays (-inf, 0), or (-inf, NaN)
@@ -342,14 +341,7 @@ inline float dnnb_wg_moments(float count, float mean, float m2, local float* scr
 #ifndef DNNB_CACHE_VECS
 #define DNNB_CACHE_VECS 8
 #endif
-// -DDNNB_ROW_STREAM=1 (variant "stream"): never cache, always the streaming branch, which
-// re-reads x (from L2 on a GPU) but keeps few registers per work-item, so more rows per SM.
-#ifndef DNNB_ROW_STREAM
-#define DNNB_ROW_STREAM 0
-#endif
-inline bool dnnb_row_fits_cache(long cols) {
-  return !DNNB_ROW_STREAM && cols <= (long)DNNB_CACHE_VECS * (long)get_local_size(0) * 4;
-}
+inline bool dnnb_row_fits_cache(long cols) { return cols <= (long)DNNB_CACHE_VECS * (long)get_local_size(0) * 4; }
 
 // 1 for columns c..c+3 that are inside the row, 0 past its end.
 inline float4 dnnb_valid4(long c, long cols) {

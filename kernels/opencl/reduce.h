@@ -7,7 +7,7 @@
 namespace dnnb::opencl {
 
 // x [..., N] any layout -> y [...] (0-d for a 1-D x). `op_source` defines the reduction.
-// keys16_source (max only: max16.cl): also variants "keys" and "keys128" of the 16-bit dtypes.
+// keys16_source (max only: max16.cl): f16/bf16 take max16_keys.
 bool register_reduce(const std::string& op, const char* op_source, const char* keys16_source = nullptr);
 
 }  // namespace dnnb::opencl

@@ -4,14 +4,13 @@
 //   float dnnb_reduce_wg(float partial, local float* scratch), float dnnb_reduce_final(float acc, long n)
 // and their chunk forms DNNB_REDUCE_MAPV, DNNB_REDUCE_COMBINEV, DNNB_REDUCE_LANES, DNNB_REDUCE_WG_ROW.
 // y is viewed with a trailing unit dim so that its rows line up with x's.
-// Two kernels: reduce_chunks (x with unit column stride) and reduce_rows (any layout; also
-// the "legacy" variant).
+// Two kernels: reduce_chunks (x with unit column stride) and reduce_rows (any layout).
 
 // ---- reduce_chunks ----------------------------------------------------------------------------
-// Streams the row in 16-byte chunks, DNNB_REDUCE_DEPTH chunks per work-item per step (4 by
-// default, 8 for variant "deep": 128 bytes in flight per work-item), all loads issued before
-// any is combined (several loads in flight per work-item hide the memory latency); lanes past
-// the row end read as the identity. The loaded chunks combine in a fixed tree, then into the
+// Streams the row in 16-byte chunks, DNNB_REDUCE_DEPTH chunks per work-item per step (4 for f32,
+// 8 for f16/bf16: 64 and 128 bytes in flight per work-item), all loads issued before any is
+// combined (several loads in flight per work-item hide the memory latency); lanes past the row
+// end read as the identity. The loaded chunks combine in a fixed tree, then into the
 // running lanes; one two-level work-group reduction per row.
 #ifndef DNNB_REDUCE_DEPTH
 #define DNNB_REDUCE_DEPTH 4

@@ -2,7 +2,7 @@
 //   torch form: y = x / sqrt(mean(x^2) + eps) * w;  gemma form (gemma = 1): ... * (1 + w).
 // Computed in f32 and rounded once (Gemma's float32 form; see docs/ops-family1.md).
 // Two kernels: rmsnorm_cached (row_body.cl: the row in registers, every view with unit column
-// stride) and rmsnorm_rows (any layout and length; also the "legacy" variant).
+// stride) and rmsnorm_rows (any layout and length).
 
 // ---- rmsnorm_cached -------------------------------------------------------------------------
 // One read of x, one two-level reduction of the squares, y = x * inv_rms * (w [+ 1]) on the
@@ -17,26 +17,19 @@ DNNB_ROW_KERNEL void rmsnorm_cached(const global dnnb_t* x, dnnb_rows xr, const 
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
     global dnnb_t* yrow = y + dnnb_row_start(yr, r);
     dnnb_cache_t cache[DNNB_ROW_VECS];
-#if DNNB_ROW_RAW
     dnnb_raw_t raw[DNNB_ROW_VECS];  // all loads first (row_body.cl "raw loads")
     dnnb_row_fetch(raw, xrow, cols, 0.0f);
-#endif
     float q = 0.0f;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-#if DNNB_ROW_RAW
       cache[k] = dnnb_cache_of_raw(raw[k]);
-#else
-      const int c = dnnb_chunk_col(k);
-      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
-#endif
       const dnnb_vec v = dnnb_cache_get(cache[k]);
       q += dnnb_vsum(v * v);
     }
     const float inv_rms = 1.0f / sqrt(dnnb_row_wg_sum(q, scratch) / (float)cols + eps);
 #if DNNB_ROW_EARLY
     // w's chunks a group at a time, all of a group's loads before its first use (row_body.cl
-    // "early loads"): the loads of the old loop each waited behind the previous chunk's store.
+    // "early loads"): in the loop below each load would wait behind the previous chunk's store.
 #define DNNB_EARLY_GROUP (DNNB_ROW_VECS < 8 ? DNNB_ROW_VECS : 8)
 #pragma unroll
     for (int k0 = 0; k0 < DNNB_ROW_VECS; k0 += DNNB_EARLY_GROUP) {

@@ -1,6 +1,5 @@
-// rmsnorm over the last dim on OpenCL (torch and gemma forms): rmsnorm.cl. The default takes
-// rmsnorm_cached when the row fits its register cache and every view has unit column stride,
-// else rmsnorm_rows; variant "legacy" is always rmsnorm_rows.
+// rmsnorm over the last dim on OpenCL (torch and gemma forms): rmsnorm.cl. rmsnorm_cached when
+// the row fits its register cache and every view has unit column stride, else rmsnorm_rows.
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/rmsnorm_cl.h"
 #include "kernels/opencl/row_body_cl.h"
@@ -51,13 +50,11 @@ Status run_rmsnorm(OpCall& call, const std::string& source, const RowPlan& plan)
   if (!wr) return wr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (plan.cached) {
-    auto done = try_rmsnorm_cached(call, plan, **device, source, *xr, *wr, *yr, static_cast<float>(*eps), form == "gemma");
-    if (!done) return done.status();
-    if (*done) return Status::ok();
-  }
+  auto done = try_rmsnorm_cached(call, plan, **device, source, *xr, *wr, *yr, static_cast<float>(*eps), form == "gemma");
+  if (!done) return done.status();
+  if (*done) return Status::ok();
   auto kernel =
-      opencl_kernel(**device, "rmsnorm", source, "rmsnorm_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
+      opencl_kernel(**device, "rmsnorm", source, "rmsnorm_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -70,17 +67,12 @@ Status run_rmsnorm(OpCall& call, const std::string& source, const RowPlan& plan)
 
 bool register_rmsnorm() {
   std::string source = program_source({opencl_source::row_body, opencl_source::rmsnorm});
-  // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
-  // (docs/opencl.md): f16 203 us with wg128 against 268, bf16 173 with wg128p against 306; f32
-  // even (270-272).
-  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
-  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
-  // f32 266 us against 271, f16 138 against 201, bf16 143 against 172.
-  // f16 with early loads ("wg128re", session 6 on the H200 at 16384 x 8192: 133.8 us, 93.7% of
-  // copy, against 137.4, 91.3%; checked there).
-  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128re, RowVariant::wg128pr};
-  return register_row_op("rmsnorm", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_rmsnorm,
-                         /*with_raw=*/true);
+  // f32: 256 items per row, a float cache. f16: 128 items, w loaded in groups ahead of its use.
+  // bf16: 128 items with the row cached as its storage bits (docs/opencl.md, "Row ops").
+  const RowPlan f32{.raw = true};
+  const RowPlan f16{.wg = 128, .raw = true, .early = true};
+  const RowPlan bf16{.wg = 128, .packed = true, .raw = true};
+  return register_row_op("rmsnorm", float_dtypes(), RowPlans{f32, f16, bf16}, source, run_rmsnorm);
 }
 
 }  // namespace

@@ -138,7 +138,7 @@ inline void dnnb_row_store(global dnnb_t* row, int c, int cols, dnnb_vec v) {
 // (DNNB_ROW_PACKED=1, 16-bit): the chunk's 16 storage bytes, widened again by every pass that
 // reads it (exact: the bits are the stored values), so a 16-bit row costs half the registers
 // and an SM holds twice the rows. Only kernels whose cache holds x itself (not values computed
-// from it) can be packed; softmax and the cross-entropy kernels recompute exp from x then.
+// from it) can be packed; the cross-entropy kernels recompute exp from x then.
 #ifndef DNNB_ROW_PACKED
 #define DNNB_ROW_PACKED 0
 #endif
@@ -166,30 +166,20 @@ inline uint4 dnnb_pack(float8 v) {
 #endif
 #if DNNB_ROW_PACKED
 typedef uint4 dnnb_cache_t;
-// A partial last chunk is loaded element-wise and packed: exact, as its values came from
-// storage and `fill` (0 or -inf) is representable.
-inline uint4 dnnb_cache_load(const global dnnb_t* row, int c, int cols, float fill) {
-  if (c + DNNB_VW <= cols) return dnnb_vload_bits(row + c);
-  return dnnb_pack(dnnb_row_load(row, c, cols, fill));
-}
-inline uint4 dnnb_cache_splat(float fill) { return dnnb_pack((float8)(fill)); }
 #define dnnb_cache_get(e) dnnb_unpack(e)
 #else
 typedef dnnb_vec dnnb_cache_t;
-#define dnnb_cache_load dnnb_row_load
-#define dnnb_cache_splat(fill) ((dnnb_vec)(fill))
 #define dnnb_cache_get(e) (e)
 #endif
 
-// ---- raw loads (DNNB_ROW_RAW=1) --------------------------------------------------------------
-// NVIDIA's PTX of the 16-bit kernels (sum bf16, layernorm f16) showed each chunk's 16-byte load
-// (ld.global.v4.u32) followed, inside the chunk's bounds branch, by its conversion (shl/and for
-// bf16, cvt.f32.f16 for f16): the warp waits for that load before it reaches the next chunk's
-// branch, so a pass has one load in flight per work-item where f32 (nothing to convert inside
-// the branch) has them all. dnnb_raw_t is the chunk as it is stored (float4 for f32, uint4 bits
-// for 16-bit); dnnb_row_fetch loads all of a work-item's chunks first (one branch for the
-// common all-inside case, then plain loads), dnnb_raw_get converts afterwards. Exact: a
-// partial last chunk is packed from its values and `fill` (0 or -inf, representable).
+// ---- raw loads (DNNB_ROW_RAW=1; every row op's plan, the 16-bit reductions) -------------------
+// A chunk converted right after its load, inside the chunk's bounds branch (shl/and for bf16,
+// cvt.f32.f16 for f16), makes a GPU warp wait for that load before it reaches the next chunk's
+// branch: one load in flight per work-item (NVIDIA's PTX of the 16-bit kernels shows exactly
+// that shape). dnnb_raw_t is the chunk as it is stored (float4 for f32, uint4 bits for 16-bit);
+// dnnb_row_fetch loads all of a work-item's chunks first (one branch for the common all-inside
+// case, then plain loads), dnnb_raw_get converts afterwards. Exact: a partial last chunk is
+// packed from its values and `fill` (0 or -inf, representable).
 #ifndef DNNB_ROW_RAW
 #define DNNB_ROW_RAW 0
 #endif
@@ -218,17 +208,16 @@ typedef float4 dnnb_raw_t;
 #define dnnb_cache_of_raw(r) dnnb_raw_get(r)
 #endif
 
-// ---- early loads (DNNB_ROW_EARLY=1, raw plans only) -------------------------------------------
-// Raw loads covered x alone; the other loads of a row still waited on a use between them: the
-// w (and b) chunks of rmsnorm/layernorm in the write pass (each behind the previous chunk's
-// store to y, which the compiler cannot move a load above: the buffers may alias), the mask
-// chunks of softmax (loaded and added inside each z), the target's logit of cross_entropy
-// (loaded after the reductions), cross_entropy_bwd's count (divided as soon as loaded). With
-// EARLY each of them is loaded as storage bits before its first use: the mask chunks, the
-// target's logit and the count together with x's chunks; w and b at the start of the write pass
-// in groups of DNNB_EARLY_GROUP chunks (loading them with x's cost rmsnorm 28 more registers and
-// made packed layernorm spill, clang + ptxas for sm_90), so a group's loads share one latency.
-// Results are bit-identical (the same values meet the same arithmetic).
+// ---- early loads (DNNB_ROW_EARLY=1, raw plans only: the f16/bf16 softmax, f16 norms) -----------
+// Raw loads cover x; a row's other loads would each wait on a use placed before them: the w (and
+// b) chunks of rmsnorm/layernorm in the write pass (each behind the previous chunk's store to y,
+// which the compiler cannot move a load above: the buffers may alias) and the mask chunks of
+// softmax (loaded and added inside each z). With EARLY each of them is loaded as storage bits
+// before its first use: the mask chunks together with x's chunks; w and b at the start of the
+// write pass in groups of DNNB_EARLY_GROUP chunks (with x's chunks they would cost rmsnorm 28 more
+// registers and make packed layernorm spill, clang + ptxas for sm_90), so a group's loads share
+// one latency. Results are bit-identical to the plan without EARLY (the same values meet the same
+// arithmetic). The storage-bits helpers below also serve the cross-entropy target logits.
 #ifndef DNNB_ROW_EARLY
 #define DNNB_ROW_EARLY 0
 #endif
@@ -297,10 +286,9 @@ inline dnnb_ivec dnnb_row_inside(int c, int cols) {
 // ---- exp of a chunk for softmax and the cross-entropy ops ------------------------------------
 // dnnb_row_exp(w) = e^w * 2^DNNB_EXP16_BIAS, w = z - (row max) <= 0, -inf (masked, or past the
 // row end) or NaN. Built-in exp by default (and always for f32: prelude.cl refuses
-// DNNB_HALF_MATH there). With -DDNNB_HALF_MATH=2 (16-bit row plans with fast_exp, the variants
-// "wg128rn" etc., opencl_launch.cpp) the tier's native_exp2(fma(w, log2 e, bias)): one FMA and one
-// ex2.approx.ftz on NVIDIA, where the built-in exp is ~8 instructions (docs/opencl.md, "16-bit
-// math tiers"). The row's normalization (y = e / sum e, in softmax and cross_entropy_bwd) cancels
+// DNNB_HALF_MATH there). With -DDNNB_HALF_MATH=2 (16-bit row plans with fast_exp, opencl_launch.h
+// RowPlan) the tier's native_exp2(fma(w, log2 e, bias)): one FMA and one ex2.approx.ftz on NVIDIA,
+// where the built-in exp is ~8 instructions (docs/opencl.md, "16-bit math"). The row's normalization (y = e / sum e, in softmax and cross_entropy_bwd) cancels
 // the 2^bias, so those kernels never unscale; cross_entropy scales its sum back (exact) before log.
 // Special values as exp: -inf gives +0 (ex2(-inf) = +0), so a fully masked row still has sum 0 and
 // y = 0; NaN stays NaN; +inf in x makes w = inf - inf = NaN, as the built-in path does.

@@ -3,18 +3,22 @@
 //   y = exp(z - max z) / sum exp(z - max z);  a row whose z are all -inf gives y = 0 (as SDPA).
 // The mask is an additive view broadcast to x's shape (has_mask = 0: no mask; `mask` is then
 // any valid buffer and never read).
-// Two kernels: softmax_cached (row_body.cl: rows up to 64 floats per work-item, x and y
-// with unit column stride) and softmax_rows (any layout and length; also the "legacy" variant).
+// Two kernels: softmax_cached (row_body.cl: rows up to 64 floats per work-item, x and y with unit
+// column stride) and softmax_rows (any layout and length).
 
 // ---- softmax_cached -------------------------------------------------------------------------
-// The row is read once into registers as z, then: row max (one two-level reduction), exp in
-// place, row sum (a second one), one multiply per element on the way out. Two cheap
-// reductions with a single exp per element beat merging (max, sum) pairs, whose tree needs
-// two exps per step. With DNNB_ROW_ONE (variants "*o") each item's exps are about its own max
-// and one tree merges the items' pairs (logsumexp_body.cl: two exps per pair, not per element). The exps are dnnb_row_exp (row_body.cl): the built-in exp, or in 16-bit
-// fast-exp plans (DNNB_HALF_MATH=2) native_exp2 times 2^DNNB_EXP16_BIAS, which y = e / sum cancels.
-// mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk
-// loads); 2 one mask value per row (column stride 0, e.g. a [N, 1] mask).
+// The row is read once into registers as z (all of x's loads first: row_body.cl "raw loads"),
+// then: row max (one two-level reduction), exp in place, row sum (a second one), one multiply per
+// element on the way out. Two cheap reductions with a single exp per element beat merging (max,
+// sum) pairs, whose tree needs two exps per step. The exps are dnnb_row_exp (row_body.cl): the
+// built-in exp, or in 16-bit fast-exp plans (DNNB_HALF_MATH=2) native_exp2 times
+// 2^DNNB_EXP16_BIAS, which y = e / sum cancels. The cache holds z as floats (never packed: z is
+// not x) and the statistics come from two reductions (never DNNB_ROW_ONE).
+#if DNNB_ROW_PACKED || DNNB_ROW_ONE
+#error "softmax_cached caches z as floats and takes two reductions: no DNNB_ROW_PACKED, no DNNB_ROW_ONE"
+#endif
+// mask_mode: 0 none; 1 a row of the mask with unit column stride (chunk loads); 2 one mask value
+// per row (column stride 0, e.g. a [N, 1] mask).
 // z of the chunk at column c from its x values t.
 inline dnnb_vec softmax_z_of(dnnb_vec t, const global dnnb_t* mrow, int mask_mode, float mask_scalar, int c,
                              int cols, float scale, float softcap) {
@@ -25,18 +29,12 @@ inline dnnb_vec softmax_z_of(dnnb_vec t, const global dnnb_t* mrow, int mask_mod
   return select((dnnb_vec)(-INFINITY), z, dnnb_row_inside(c, cols));
 }
 
-inline dnnb_vec softmax_z_chunk(const global dnnb_t* xrow, const global dnnb_t* mrow, int mask_mode,
-                                float mask_scalar, int c, int cols, float scale, float softcap) {
-  return softmax_z_of(dnnb_row_load(xrow, c, cols, 0.0f), mrow, mask_mode, mask_scalar, c, cols, scale, softcap);
-}
-
-#if !DNNB_ROW_PACKED
 // The rest of a row held as z in a float cache, given this item's max m: the row's max and sum
 // over the work-group, y = exp(z - max) / sum. A fully masked row (max -inf): exp(-inf - 0) = 0
-// everywhere, and y = 0 as SDPA gives. Shared by softmax_cached and its early-load form.
+// everywhere, and y = 0 as SDPA gives.
 inline void softmax_finish_cached(private dnnb_vec* cache, float m, global dnnb_t* yrow, int cols,
                                   local float* scratch) {
-  m = dnnb_lse_max(m, scratch);  // the row's max, or with DNNB_ROW_ONE this item's
+  m = dnnb_lse_max(m, scratch);
   const float shift = dnnb_lse_shift(m);
   float s = 0.0f;
 #pragma unroll
@@ -45,22 +43,19 @@ inline void softmax_finish_cached(private dnnb_vec* cache, float m, global dnnb_
     s += dnnb_vsum(cache[k]);
   }
   const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
-  // st.own takes the cached exps to the row's max with DNNB_ROW_ONE (1 otherwise, folded away);
-  // logsumexp_body.cl says why it multiplies each exp rather than 1/S.
   const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
     const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, (cache[k] * st.own) * inv_s);
+    if (dnnb_in_row(c, cols)) dnnb_row_store(yrow, c, cols, cache[k] * inv_s);
   }
 }
-#endif
 
 #if DNNB_ROW_EARLY
-// Early loads (row_body.cl): the mask mode is a build option (-DDNNB_SOFTMAX_MASK=0|1|2, set
-// by the host for early plans; the mask_mode argument then must match it), so a kernel without
-// a mask keeps no registers for one. The mask's chunks (mode 1) are fetched as raw bits with
-// x's and kept beside the cache, its scalar (mode 2) loaded after them; z is computed from
+// Early loads (row_body.cl; the f16/bf16 plan): the mask mode is a build option
+// (-DDNNB_SOFTMAX_MASK=0|1|2, set by the host for early plans; the mask_mode argument then must
+// match it), so a kernel without a mask keeps no registers for one. The mask's chunks (mode 1)
+// are fetched as raw bits with x's, its scalar (mode 2) loaded after them; z is computed from
 // values already in registers, never from a load inside it.
 #ifndef DNNB_SOFTMAX_MASK
 #error "softmax early plans need -DDNNB_SOFTMAX_MASK"
@@ -73,14 +68,8 @@ inline dnnb_vec softmax_z_early(dnnb_vec t, dnnb_vec mv, float mask_scalar, int 
   if (DNNB_SOFTMAX_MASK == 2) z += mask_scalar;
   return select((dnnb_vec)(-INFINITY), z, dnnb_row_inside(c, cols));
 }
-#if DNNB_SOFTMAX_MASK == 1
-#define SOFTMAX_MV(k) dnnb_raw_get(mraw[k])
-#else
-#define SOFTMAX_MV(k) ((dnnb_vec)(0.0f))
-#endif
-#define SOFTMAX_Z(t, k) softmax_z_early((t), SOFTMAX_MV(k), mask_scalar, dnnb_chunk_col(k), cols, scale, softcap)
 
-// softmax_cached with early loads: the same arithmetic in the same order (bit-identical).
+// softmax_cached's row with early loads: the same arithmetic in the same order (bit-identical).
 inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mrow, float scale, float softcap,
                               global dnnb_t* yrow, int cols, local float* scratch) {
   dnnb_raw_t xraw[DNNB_ROW_VECS];
@@ -95,41 +84,24 @@ inline void softmax_row_early(const global dnnb_t* xrow, const global dnnb_t* mr
   const float mask_scalar = 0.0f;
 #endif
   float m = -INFINITY;
-#if DNNB_ROW_PACKED
-  // x's bits (and the mask's) stay in registers; z is recomputed in each pass (two exps per
-  // element), as in softmax_cached.
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k)
-    if (dnnb_in_row(dnnb_chunk_col(k), cols)) m = dnnb_lse_vmax(m, SOFTMAX_Z(dnnb_raw_get(xraw[k]), k));
-  m = dnnb_lse_max(m, scratch);
-  const float shift = dnnb_lse_shift(m);
-  float s = 0.0f;
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k)
-    if (dnnb_in_row(dnnb_chunk_col(k), cols)) s += dnnb_vsum(dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - shift));
-  const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
-  const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;  // own: see softmax_finish_cached
-#pragma unroll
-  for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    const int c = dnnb_chunk_col(k);
-    if (dnnb_in_row(c, cols))
-      dnnb_row_store(yrow, c, cols, (dnnb_row_exp(SOFTMAX_Z(dnnb_raw_get(xraw[k]), k) - st.item_shift) * st.own) * inv_s);
-  }
-#else
   dnnb_vec cache[DNNB_ROW_VECS];
 #pragma unroll
   for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-    cache[k] = SOFTMAX_Z(dnnb_raw_get(xraw[k]), k);
+#if DNNB_SOFTMAX_MASK == 1
+    const dnnb_vec mv = dnnb_raw_get(mraw[k]);
+#else
+    const dnnb_vec mv = (dnnb_vec)(0.0f);
+#endif
+    cache[k] = softmax_z_early(dnnb_raw_get(xraw[k]), mv, mask_scalar, dnnb_chunk_col(k), cols, scale, softcap);
     m = dnnb_lse_vmax(m, cache[k]);
   }
   softmax_finish_cached(cache, m, yrow, cols, scratch);
-#endif
 }
 #endif
 
 DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const global dnnb_t* mask, dnnb_rows mr,
                                     int mask_mode, float scale, float softcap, global dnnb_t* y, dnnb_rows yr) {
-  local float scratch[DNNB_LSE_SCRATCH];  // logsumexp_body.cl (no rows per group here: DNNB_ROW_KERNEL)
+  local float scratch[DNNB_LSE_SCRATCH];
   const int cols = (int)xr.cols;
   for (long r = get_group_id(0); r < xr.rows; r += get_num_groups(0)) {
     const global dnnb_t* xrow = x + dnnb_row_start(xr, r);
@@ -139,70 +111,19 @@ DNNB_ROW_KERNEL void softmax_cached(const global dnnb_t* x, dnnb_rows xr, const 
     softmax_row_early(xrow, mrow, scale, softcap, yrow, cols, scratch);
 #else
     const float mask_scalar = mask_mode == 2 ? DNNB_LOAD(mrow, 0) : 0.0f;
-#if DNNB_ROW_PACKED
-    // The cache holds x's bits; z is recomputed in each pass (the mask re-read, mostly from
-    // cache), so each element takes two exps instead of one: the price of half the registers.
-    dnnb_cache_t cache[DNNB_ROW_VECS];
-    float m = -INFINITY;
-#if DNNB_ROW_RAW
-    dnnb_row_fetch(cache, xrow, cols, 0.0f);  // all loads first (row_body.cl "raw loads")
-#endif
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      const int c = dnnb_chunk_col(k);
-#if !DNNB_ROW_RAW
-      cache[k] = c < cols ? dnnb_cache_load(xrow, c, cols, 0.0f) : dnnb_cache_splat(0.0f);
-#endif
-      if (dnnb_in_row(c, cols))
-        m = dnnb_lse_vmax(m, softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
-                                          softcap));
-    }
-    m = dnnb_lse_max(m, scratch);
-    const float shift = dnnb_lse_shift(m);
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      const int c = dnnb_chunk_col(k);
-      if (dnnb_in_row(c, cols))
-        s += dnnb_vsum(dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
-                                        softcap) - shift));
-    }
-    const dnnb_lse_t st = dnnb_lse_sum_all(m, s, scratch);
-    const float inv_s = dnnb_lse_inv_masked(st) * st.own_unbias;  // own: see softmax_finish_cached
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      const int c = dnnb_chunk_col(k);
-      if (dnnb_in_row(c, cols))
-        dnnb_row_store(yrow, c, cols,
-                       (dnnb_row_exp(softmax_z_of(dnnb_cache_get(cache[k]), mrow, mask_mode, mask_scalar, c, cols, scale,
-                                         softcap) - st.item_shift) * st.own) * inv_s);
-    }
-#else
-    dnnb_vec cache[DNNB_ROW_VECS];
-    float m = -INFINITY;
-#if DNNB_ROW_RAW
-    // All of x's loads first, then z (row_body.cl "raw loads"); softmax_z_of gives -inf to the
-    // columns past the row end, as the branch below does.
+    // All of x's loads first, then z; softmax_z_of gives -inf to the columns past the row end.
     dnnb_raw_t raw[DNNB_ROW_VECS];
     dnnb_row_fetch(raw, xrow, cols, 0.0f);
+    dnnb_vec cache[DNNB_ROW_VECS];
+    float m = -INFINITY;
 #pragma unroll
     for (int k = 0; k < DNNB_ROW_VECS; ++k) {
       cache[k] = softmax_z_of(dnnb_raw_get(raw[k]), mrow, mask_mode, mask_scalar, dnnb_chunk_col(k), cols, scale,
                               softcap);
       m = dnnb_lse_vmax(m, cache[k]);
     }
-#else
-#pragma unroll
-    for (int k = 0; k < DNNB_ROW_VECS; ++k) {
-      const int c = dnnb_chunk_col(k);
-      cache[k] = c < cols ? softmax_z_chunk(xrow, mrow, mask_mode, mask_scalar, c, cols, scale, softcap)
-                          : (dnnb_vec)(-INFINITY);
-      m = dnnb_lse_vmax(m, cache[k]);
-    }
-#endif
     softmax_finish_cached(cache, m, yrow, cols, scratch);
 #endif
-#endif  // DNNB_ROW_EARLY
   }
 }
 

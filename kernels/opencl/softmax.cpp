@@ -1,7 +1,6 @@
 // softmax over the last dim on OpenCL (scale, softcap, additive broadcast mask): softmax.cl.
-// The default takes softmax_cached when the row fits its register cache and x, y (and a
-// mask row) have unit column stride, else softmax_rows; variant "legacy" is always
-// softmax_rows (kept to compare the two on a new device).
+// softmax_cached when the row fits its register cache and x, y (and a mask row) have unit column
+// stride, else softmax_rows.
 #include "kernels/opencl/logsumexp_body_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/row_body_cl.h"
@@ -64,13 +63,12 @@ Status run_softmax(OpCall& call, const std::string& source, const RowPlan& plan)
   if (!mr) return mr.status();
   auto yr = cl_rows(y);
   if (!yr) return yr.status();
-  if (plan.cached) {
-    auto done = try_softmax_cached(call, plan, **device, source, x, *xr, *mask, *mr, mask_mode(has_mask, *mr),
-                                   static_cast<float>(*scale), static_cast<float>(*softcap), y, *yr);
-    if (!done) return done.status();
-    if (*done) return Status::ok();
-  }
-  auto kernel = opencl_kernel(**device, "softmax", source, "softmax_rows", row_options(**device, call.problem.dtype, 1, false, rows_kernel_plan(plan)));
+  auto done = try_softmax_cached(call, plan, **device, source, x, *xr, *mask, *mr, mask_mode(has_mask, *mr),
+                                 static_cast<float>(*scale), static_cast<float>(*softcap), y, *yr);
+  if (!done) return done.status();
+  if (*done) return Status::ok();
+  auto kernel =
+      opencl_kernel(**device, "softmax", source, "softmax_rows", row_options(**device, call.problem.dtype, 1, false));
   if (!kernel) return kernel.status();
   auto geometry = row_geometry(**device, *kernel, xr->rows, xr->cols);
   if (!geometry) return geometry.status();
@@ -85,25 +83,11 @@ Status run_softmax(OpCall& call, const std::string& source, const RowPlan& plan)
 bool register_softmax() {
   // logsumexp_body.cl: the row statistics softmax_cached shares with the cross-entropy kernels.
   std::string source = program_source({opencl_source::row_body, opencl_source::logsumexp_body, opencl_source::softmax});
-  // The default's variant per dtype (f32, f16, bf16), from the H200 of 2026-11-21
-  // (docs/opencl.md): f16 293 us and bf16 325 with wg128 against 340 and 376 with wg256; f32 wg256
-  // 432 (stream 412: within the short runs' noise).
-  // The defaults' plans with raw loads (variant "raw" until 2026-11-21, session 5), measured on
-  // the H200's OpenCL at 16384 x 8192 against the plans before (docs/opencl.md, "Session 5"):
-  // f32 265 us against 422, f16 175 against 290 (bf16 the same plan as f16).
-  // 16-bit: the early-load plan with the fast exp (variant "wg128ren"), measured on the H200's
-  // OpenCL at 16384 x 8192 in one run (2026-11-21, session 6, docs/opencl.md): f16 139 us (90.6%
-  // of copy) against 175 (72.2%), bf16 151 (83.7%) against 194 (65.0%); checked there.
-  const RowDefaults defaults{RowVariant::wg256r, RowVariant::wg128ren, RowVariant::wg128ren};
-  // 16-bit fast exp (row_body.cl dnnb_row_exp; f32 runs these variants with the built-in exp):
-  // the 16-bit default's plan (wg128r), its early-load twin (fastest for f16 in session 5), and the
-  // packed early plan, whose second exp per element is now cheap and whose cache is half the size.
-  // One reduction per row (logsumexp_body.cl, DNNB_ROW_ONE): the 16-bit default's plan (wg128ren)
-  // and its packed twin (wg128pren) with one tree of (max, sum) pairs instead of two trees.
-  return register_row_op("softmax", float_dtypes(), /*with_stream=*/true, defaults, std::move(source), run_softmax,
-                         /*with_raw=*/true,
-                         {RowVariant::wg128rn, RowVariant::wg128ren, RowVariant::wg128pren, RowVariant::wg128reno,
-                          RowVariant::wg128preno});
+  // f32: 256 items per row, a float cache. f16/bf16: 128 items per row (a row of 8192 columns is
+  // 8 chunks per item), the mask loaded with x, and the fast exp (docs/opencl.md, "Row ops").
+  const RowPlan f32{.raw = true};
+  const RowPlan half{.wg = 128, .raw = true, .early = true, .fast_exp = true};
+  return register_row_op("softmax", float_dtypes(), RowPlans{f32, half, half}, source, run_softmax);
 }
 
 }  // namespace

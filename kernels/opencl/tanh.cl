@@ -1,4 +1,4 @@
-// tanh: the OpenCL built-in (full precision; no native_ or fast-math variants).
+// tanh: the OpenCL built-in (full precision) for f32 and without a 16-bit math tier.
 #if DNNB_HALF_MATH
 // 16-bit tiers: one rational function x P(x^2) / Q(x^2) (Q(0) = 1), fitted for this file in
 // relative error up to the point where tanh rounds to +-1 in the output dtype; beyond it the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per element of the OpenCL activations on NVIDIA (docs/opencl.md, "16-bit math
-# tiers"), compiled here by clang's nvptx backend (OpenCL C 1.2) with NVIDIA's libdevice for the
+# Instructions per element of the OpenCL activations on NVIDIA (docs/opencl.md, "16-bit math"),
+# compiled here by clang's nvptx backend (OpenCL C 1.2) with NVIDIA's libdevice for the
 # built-ins NVIDIA's OpenCL takes from it (exp, erf, tanh: seen in the driver's PTX), then by
 # ptxas for sm_90. native_recip / native_exp2 are taken as rcp.approx.ftz / ex2.approx.ftz.
 #  1. math: each op's dnnb_unary alone in a one-element kernel: PTX and SASS instructions, the
@@ -8,8 +8,9 @@
 #     out-of-line slow path such as div.rn's is not counted).
 #  2. bf16 chunk: unary_chunks with DNNB_ALIGNED=1, SASS from the 16-byte load to the 16-byte
 #     store of a full chunk (8 elements, bf16 widening and narrowing included), divided by 8.
-# Tiers: full (the f32 code, which the 16-bit defaults run too), half and halfn
-# (-DDNNB_HALF_MATH=1, 2). Needs clang 14+, libdevice.10.bc, ptxas and cuobjdump:
+# Tiers: full (the f32 code, the built-in functions), level1 (-DDNNB_HALF_MATH=1, the alternative
+# portable_math) and level2 (-DDNNB_HALF_MATH=2, the 16-bit default). Needs clang 14+,
+# libdevice.10.bc, ptxas and cuobjdump:
 #   LIBDEVICE=/usr/local/cuda/nvvm/libdevice/libdevice.10.bc PTXAS=ptxas CUOBJDUMP=cuobjdump \
 #     tests/opencl/count_instructions.sh
 set -euo pipefail
@@ -77,7 +78,7 @@ for op in relu exp sigmoid silu tanh gelu gelu_tanh; do
   printf '%-10s %-10s %5d %5d %11s\n' "$op" full $((p - base_ptx)) $((s - base_sass)) "$(chunk "$cl/$op.cl")"
   grep -q DNNB_HALF_MATH "$cl/$op.cl" || continue
   for level in 1 2; do
-    tier=half; [ $level = 2 ] && tier=halfn
+    tier=level$level
     for dt in F16 BF16; do
       read -r p s < <(math "$cl/$op.cl" -DDNNB_$dt -DDNNB_HALF_MATH=$level)
       c=-; [ $dt = BF16 ] && c=$(chunk "$cl/$op.cl" -DDNNB_HALF_MATH=$level)

@@ -1,12 +1,12 @@
 // The bf16 store rounding of the OpenCL kernels (prelude.cl: dnnb_f32_to_bf16, and
 // dnnb_bf16x8_rne, the eight-lane form behind every 16-byte bf16 chunk store of row_body.cl),
 // exhaustively: all 2^32 f32 bit patterns on every OpenCL device found, each through both forms,
-// against the rounding the kernels used before session 6 (kept below as the reference): round to
-// nearest even on the top 16 bits, a NaN quieted as (u >> 16) | 0x0040. The portable forms
-// (dnnb_f32_to_bf16_int, dnnb_bf16x8_rne_int) differ from it only in the NaN test (isnan(v) now,
-// (u & 0x7fffffff) > 0x7f800000 before), which must agree for every float on the device: a
-// compiler or device that flushed subnormals before the compare, or took NaNs as impossible,
-// would show here. Every result must be bit-identical.
+// against a reference written with integer operations only: round to nearest even on the top 16
+// bits, a NaN quieted as (u >> 16) | 0x0040. The portable forms (dnnb_f32_to_bf16_int,
+// dnnb_bf16x8_rne_int) differ from it only in the NaN test (isnan(v) there, (u & 0x7fffffff) >
+// 0x7f800000 here), which must agree for every float on the device: a compiler or device that
+// flushed subnormals before the compare, or took NaNs as impossible, would show here. Every
+// result must be bit-identical.
 // The program is built with the ops' own options (build_options), so on NVIDIA sm_80+ the forms
 // the kernels store with (dnnb_f32_to_bf16, dnnb_bf16x8_rne, dnnb_bf16x4_rne) are the PTX tier
 // (DNNB_NV_PTX, cvt.rn.bf16x2.f32): bit-identical for every non-NaN float, NaN-ness only for NaNs
@@ -31,7 +31,7 @@ namespace {
 // pattern; result[2] and result[3] the same for the forms the kernels store with; result[4] is
 // DNNB_NV_PTX as the program saw it.
 constexpr const char* kKernel = R"CL(
-inline uint dnnb_test_old_bf16(uint u) {
+inline uint dnnb_test_integer_bf16(uint u) {
   const uint rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint quiet = (u >> 16) | 0x0040u;
   return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
@@ -68,7 +68,7 @@ kernel void bf16_store_check(uint base, global uint* result) {
   const uint bits[8] = {u.s0, u.s1, u.s2, u.s3, u.s4, u.s5, u.s6, u.s7};
   uint bad_portable = 0, bad_stored = 0;
   for (int j = 0; j < 8; ++j) {
-    const uint want = dnnb_test_old_bf16(bits[j]);
+    const uint want = dnnb_test_integer_bf16(bits[j]);
     if ((uint)dnnb_f32_to_bf16_int(as_float(bits[j])) != want || portable[j] != want) {
       ++bad_portable;
       atomic_min(result + 1, bits[j]);

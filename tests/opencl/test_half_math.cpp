@@ -1,13 +1,12 @@
 // The OpenCL activations on f16/bf16, exhaustively: every one of the 65536 inputs of the dtype
-// (NaN, +-inf, subnormals included), on every OpenCL device found (PoCL here; the H200s with
-// the NVIDIA ICD set up, docs/opencl.md), against the function in double precision. The 16-bit
-// math tiers (variants "half" and "halfn", DNNB_HALF_MATH=1, 2; docs/opencl.md "16-bit math
-// tiers") must put every result within 0.505 ulp of the exact value in the output dtype: 0.5 for
-// the final rounding and 0.005 for their f32 error. "halfn" takes the device's native_exp2 and
-// native_recip as they are, so this test is what qualifies it on a device; it is also the 16-bit
-// default of these ops since session 5, held to the same bound. The built-in math (variant
-// "fullmath", and exp's default) is measured and printed beside them, not held to that bound (its
-// silu overflows to -0 below x = -88.7, for one).
+// (NaN, +-inf, subnormals included), on every OpenCL device found (PoCL here; NVIDIA's with the
+// ICD set up, docs/opencl.md), against the function in double precision. The 16-bit math tiers
+// (prelude.cl: level 2, the 16-bit default of sigmoid, silu, tanh, gelu and gelu_tanh, and level
+// 1, their alternative "portable_math") must put every result within 0.505 ulp of the exact value
+// in the output dtype: 0.5 for the final rounding and 0.005 for their f32 error. Level 2 takes
+// the device's native_exp2 and native_recip as they are, so this test is what qualifies the
+// default on a device. exp's default (the built-in exp) is measured and printed beside them, not
+// held to that bound.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -133,17 +132,15 @@ TEST_P(HalfMath, EveryInputWithinHalfUlpOfExact) {
   auto devices = DeviceSet::instance().of_kind(DeviceKind::opencl);
   if (devices.empty())
     GTEST_SKIP() << "no OpenCL device: " << DeviceSet::instance().absence_reason(DeviceKind::opencl);
-  const Implementation* full = Registry::instance().find_implementation(op, "opencl", "");
-  const Implementation* half = Registry::instance().find_implementation(op, "opencl", "half");
-  const Implementation* halfn = Registry::instance().find_implementation(op, "opencl", "halfn");
-  const Implementation* fullmath = Registry::instance().find_implementation(op, "opencl", "fullmath");
-  ASSERT_NE(full, nullptr) << op << " has no OpenCL implementation";
-  // Held to the bound: the tiers, and the default where it runs a tier (halfn, session 5). The
-  // built-in math (exp's default, "fullmath") is reported, not held: OpenCL allows it ulps.
-  const auto held = [&](const Implementation* impl) { return impl == half || impl == halfn || (impl == full && halfn); };
+  const Implementation* default_impl = Registry::instance().find_implementation(op, "opencl", "");
+  const Implementation* portable = Registry::instance().find_implementation(op, "opencl", "portable_math");
+  ASSERT_NE(default_impl, nullptr) << op << " has no OpenCL implementation";
+  // Held to the bound: both tiers, i.e. every op with the alternative. The built-in math (exp's
+  // default) is reported, not held: OpenCL allows it ulps.
+  const bool held = portable != nullptr;
   for (DeviceRuntime* device : devices) {
     for (DType dtype : {DType::f16, DType::bf16}) {
-      for (const Implementation* impl : {full, half, halfn, fullmath}) {
+      for (const Implementation* impl : {default_impl, portable}) {
         if (impl == nullptr) continue;  // exp: no 16-bit tiers (docs/opencl.md)
         const std::string what = device->info().id + " " + op + " " + dtype_name(dtype) + " " + impl->label();
         auto m = measure(*device, *impl, dtype);
@@ -151,7 +148,7 @@ TEST_P(HalfMath, EveryInputWithinHalfUlpOfExact) {
         std::printf("%-40s max %.4f ulp at bits 0x%04x (got %.9g, exact %.9g); %lld of 65536 not correctly rounded\n",
                     what.c_str(), m->max_ulp, m->worst_bits, m->worst_got, m->worst_exact,
                     static_cast<long long>(m->off_by_one));
-        if (held(impl)) {
+        if (held) {
           EXPECT_LE(m->max_ulp, kBound) << what << " at input bits 0x" << std::hex << m->worst_bits << std::dec
                                         << ": got " << m->worst_got << ", exact " << m->worst_exact;
         }
