@@ -1,6 +1,6 @@
-// The launch shape the default row-softmax plan takes per device (kernels/cuda/softmax_plan.h):
-// host-only, so it is tested here without a GPU. The kernels behind each plan are checked on
-// the GPU machine as variants of softmax and cross_entropy_bwd.
+// The launch shape softmax_pipe_kernel takes per dtype, op and device (kernels/cuda/softmax_plan.h):
+// host-only, so it is tested here without a GPU. The kernels in each shape are checked on the GPU
+// machine through softmax and cross_entropy_bwd on the device of each kind.
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/softmax_plan.h"
@@ -12,37 +12,27 @@ constexpr double kH100 = 2 * 2.619e9 * 5120 / 8;  // 3.35 TB/s: memory clock x b
 constexpr double kH200 = 4.81e12;                  // docs/devices-h200.md
 
 TEST(SoftmaxPlan, SixteenBitRowsTakeTheShapeTunedForTheirDramSpeed) {
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, false, kH200), SoftmaxPlan::pipe16);
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, true, kH200), SoftmaxPlan::pipe4);
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, false, kH100), SoftmaxPlan::pipe4);
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, true, kH100), SoftmaxPlan::pipe32);
+  EXPECT_EQ(softmax_pipe_shape(2, false, kH200), SoftmaxPipeShape::cols16_blocks2);
+  EXPECT_EQ(softmax_pipe_shape(2, true, kH200), SoftmaxPipeShape::cols32_blocks4);
+  EXPECT_EQ(softmax_pipe_shape(2, false, kH100), SoftmaxPipeShape::cols32_blocks4);
+  EXPECT_EQ(softmax_pipe_shape(2, true, kH100), SoftmaxPipeShape::cols32_blocks3);
 }
 
-TEST(SoftmaxPlan, UnknownBandwidthKeepsTheH200Shapes) {
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, false, 0), SoftmaxPlan::pipe16);
-  EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 2, true, 0), SoftmaxPlan::pipe4);
+TEST(SoftmaxPlan, TheThresholdIsFourTerabytesPerSecond) {
+  EXPECT_EQ(softmax_pipe_shape(2, false, kRowPipeFastDramBytesPerS), SoftmaxPipeShape::cols16_blocks2);
+  EXPECT_EQ(softmax_pipe_shape(2, false, kRowPipeFastDramBytesPerS * 0.999), SoftmaxPipeShape::cols32_blocks4);
 }
 
-TEST(SoftmaxPlan, F32AndNamedVariantsDoNotDependOnTheDevice) {
+TEST(SoftmaxPlan, UnknownBandwidthTakesTheH200Shapes) {
+  EXPECT_EQ(softmax_pipe_shape(2, false, 0), SoftmaxPipeShape::cols16_blocks2);
+  EXPECT_EQ(softmax_pipe_shape(2, true, 0), SoftmaxPipeShape::cols32_blocks4);
+}
+
+TEST(SoftmaxPlan, F32DoesNotDependOnTheDevice) {
   for (double bw : {0.0, kH100, kH200}) {
-    EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 4, false, bw), SoftmaxPlan::pipe16s4);
-    EXPECT_EQ(resolve_softmax_plan(SoftmaxPlan::pipe, 4, true, bw), SoftmaxPlan::pipe);
-    for (auto named : {SoftmaxPlan::pipe32, SoftmaxPlan::pipe4, SoftmaxPlan::pipe16, SoftmaxPlan::occ})
-      for (size_t bytes : {2, 4}) EXPECT_EQ(resolve_softmax_plan(named, bytes, bytes == 2, bw), named);
+    EXPECT_EQ(softmax_pipe_shape(4, false, bw), SoftmaxPipeShape::cols16_blocks2_stages4);
+    EXPECT_EQ(softmax_pipe_shape(4, true, bw), SoftmaxPipeShape::cols32_blocks3);
   }
-}
-
-// cross_entropy_bwd counts its kept rows inside the pipe kernel only when the plan runs it: a
-// variant of another kernel (occ, reg2) counted that way read a null count (session 17).
-TEST(SoftmaxPlan, PipePlansAreTheOnesThatRunThePipeKernel) {
-  for (auto pipe : {SoftmaxPlan::pipe, SoftmaxPlan::pipe32, SoftmaxPlan::pipe4, SoftmaxPlan::pipe16,
-                    SoftmaxPlan::pipe16s3, SoftmaxPlan::pipe16s4})
-    EXPECT_TRUE(is_pipe_plan(pipe));
-  for (auto other : {SoftmaxPlan::occ, SoftmaxPlan::occ_expf, SoftmaxPlan::reg2, SoftmaxPlan::smem,
-                     SoftmaxPlan::two_pass})
-    EXPECT_FALSE(is_pipe_plan(other));
-  for (double bw : {0.0, kH100, kH200})
-    for (size_t bytes : {2, 4}) EXPECT_TRUE(is_pipe_plan(resolve_softmax_plan(SoftmaxPlan::pipe, bytes, true, bw)));
 }
 
 }  // namespace

@@ -2,24 +2,23 @@
 // logsumexp(logits[r]) - logits[r, target[r]]; every row ignored gives NaN (0/0), as torch.
 // logits [N, C] f32 or bf16, target [N] i64, loss 0-d.
 //
-// Kernels (the default since 2026-11-21 is ce_stats_warp, measured at 16384 x 8192 as variant
-// "warp": f32 146 us against 231 for ce_stats; bf16 183 against 180, now with the
-// 2-instruction exp; ce_stats stays the path for few or very long rows and variant "block"):
+// Kernels (launch_cross_entropy picks the first that takes the rows):
+//  - ce_stats_tma (bf16 rows of whole 4 KB chunks): persistent warps whose chunks arrive in
+//    shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
+//  - ce_stats_pipe (many aligned rows; f32's kernel): persistent warps with the next chunk in
+//    flight in registers (cross_entropy_pipe.cuh).
+//  Both end with the mean in the same launch (ce_pipe_mean).
 //  - ce_stats_warp: a warp per row when there are many rows (ce_use_warp_rows), see below.
 //  - ce_stats: one block per row (or per row chunk when few rows are long): a single streaming
 //    pass over the logits with online statistics (running max m, sum s of exp(x - m), one
 //    rescale per 16-byte vector at most), merged across the block. With one chunk per row the
 //    block finishes the row: loss_r = m + log(s) - x[target] (0 when ignored) into scratch;
 //    otherwise it writes (m, s) for its chunk. Bytes: the logits once (the minimum), 4-8 per row.
-//    Expected ~85-90% of copy bandwidth for C >= 4K (bf16 is close to the exp throughput limit:
-//    one expf per 2 bytes read).
-//  - ce_stats_pipe (the f32 default, variant "pipe"): persistent warps with the next chunk in
-//    flight in registers (cross_entropy_pipe.cuh).
-//  - ce_stats_tma (the bf16 default since session 16, variant "pipe_tma"): the same warps with
-//    their chunks in shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
-//  - ce_mean: one block sums the row losses in a fixed order (threads stride rows, then a
-//    block tree) and counts kept rows: deterministic, no float atomics. With chunks it first
-//    merges each row's (m, s) (a warp per row).
+//  - ce_mean (after ce_stats_warp and ce_stats): one block sums the row losses in a fixed order
+//    (threads stride rows, then a block tree) and counts kept rows: deterministic, no float
+//    atomics. With chunks it first merges each row's (m, s) (a warp per row).
+// bf16 logits take the 2-instruction exp (cuda_common.cuh, exp_shifted_16bit) in the first three;
+// the alternative "expf" takes expf in ce_stats_warp and ce_stats only.
 #include <algorithm>
 
 #include "kernels/cuda/cross_entropy.cuh"
@@ -68,13 +67,13 @@ __global__ void __launch_bounds__(512) ce_stats_kernel(CeArgs<T> a) {
     a.partials[blockIdx.x] = make_float2(m, s);
 }
 
-// Default (many rows): a warp per row streams it with kCeUnroll 16-byte vectors per lane in
-// flight (2 KB per warp at f32), online (max, sum) per lane, a warp butterfly at the end: no
-// block barrier and few registers, so 64 rows are in flight per SM where the block-per-row
-// kernel keeps 2-4 (the diagnosis in docs/cuda.md). kFastExp == false: the same per-vector
-// arithmetic as ce_stats_kernel; the merge order differs (last bits of the loss). kFastExp
-// (bf16 in the default, "warp_expf" turns it off): online_max_sum_fast, as bf16 logits are
-// issue-bound with expf (one expf per 2 bytes read).
+// Many rows the persistent kernels do not take (unaligned rows, C % kVec != 0): a warp per row
+// streams it with kCeUnroll 16-byte vectors per lane in flight (2 KB per warp at f32), online
+// (max, sum) per lane, a warp butterfly at the end: no block barrier and few registers, so 64
+// rows are in flight per SM where the block-per-row kernel keeps 2-4. kFastExp == false: the
+// same per-vector arithmetic as ce_stats_kernel; the merge order differs (last bits of the
+// loss). kFastExp (bf16 unless "expf"): online_max_sum_fast, as bf16 logits are issue-bound with
+// expf (one expf per 2 bytes read).
 template <typename T, bool kFastExp>
 __global__ void __launch_bounds__(256) ce_stats_warp_kernel(CeArgs<T> a) {
   static_assert(!kFastExp || sizeof(T) == 2, "the approximate exp is for 16-bit logits only");
@@ -135,41 +134,28 @@ __global__ void __launch_bounds__(kCeMeanThreads) ce_mean_kernel(CeArgs<T> a) {
   if (threadIdx.x == 0) a.loss[0] = from_float<T>(sum / static_cast<float>(kept));  // 0/0 = NaN
 }
 
-// How rows are placed (the cross_entropy variants).
-enum class CePlan {
-  warp,       // "warp" (the default until 2026-11-21, session 3): ce_stats_warp_kernel for many
-              // rows (bf16 with the 2-instruction exp), else ce_stats_kernel
-  warp_expf,  // as warp with expf for bf16
-  block,      // ce_stats_kernel for every shape (the default before 2026-11-21)
-  pipe,       // the default ("" variant; measured 2026-11-21 as variant "pipe": bf16 79 us against
-              // warp's 126, f32 136 against 145): ce_stats_pipe_kernel where it applies (see
-              // there), else as warp
-  pipe_pred,  // as pipe with the predicated loads on every shape (no exact form for whole chunks)
-  pipe_tma,   // ce_stats_tma_kernel (cross_entropy_tma.cuh) for rows of whole 4 KB chunks, else
-              // as pipe
-  by_dtype,   // the default ("" variant; session 16): pipe_tma for bf16 (73.0-73.4 us against pipe's
-              // 74.1 at 16384 x 8192, three rounds on the H200), pipe for f32 (133.0 against 131.6)
-};
+// Which exp bf16 logits take: fast16, the 2-instruction exp in every kernel (the default);
+// expf, expf in the warp and block kernels (the alternative "expf"). f32 takes expf either way.
+enum class CeExp { fast16, expf };
 
 template <typename T>
-Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) {
+Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CeExp exp) {
   constexpr int W = kVec<T>;
-  if (plan == CePlan::by_dtype) plan = sizeof(T) == 2 ? CePlan::pipe_tma : CePlan::pipe;
-  if (plan == CePlan::pipe_tma) {
-    auto launched = try_launch_ce_tma<T>(device, a);
+  if (exp == CeExp::fast16) {
+    // bf16: the bulk-copy kernel (1-1.5% faster than the register pipeline at 16384 x 8192 bf16
+    // on the H200); f32 stays on the register pipeline, which is faster for it.
+    if constexpr (sizeof(T) == 2) {
+      auto launched = try_launch_ce_tma<T>(device, a);
+      if (!launched) return launched.status();
+      if (*launched) return Status::ok();
+    }
+    auto launched = try_launch_ce_pipe<T>(device, a);
     if (!launched) return launched.status();
     if (*launched) return Status::ok();
   }
-  if (plan == CePlan::pipe || plan == CePlan::pipe_pred || plan == CePlan::pipe_tma) {
-    auto launched = try_launch_ce_pipe<T>(device, a, plan == CePlan::pipe_pred);
-    if (!launched) return launched.status();
-    if (*launched) return Status::ok();
-    plan = CePlan::warp;
-  }
-  const bool warp_rows = plan != CePlan::block;
-  const bool fast_exp = plan == CePlan::warp;
+  const bool fast_exp = exp == CeExp::fast16;
   a.splits = 1;
-  if (warp_rows && ce_use_warp_rows(device, a.rows, a.cols)) {
+  if (ce_use_warp_rows(device, a.rows, a.cols)) {
     auto scratch = StreamScratch::allocate(device, sizeof(float) * a.rows);
     if (!scratch) return scratch.status();
     a.row_loss = scratch->as<float>();
@@ -216,7 +202,7 @@ Status launch_cross_entropy(const CudaDevice& device, CeArgs<T> a, CePlan plan) 
   return scratch->release();
 }
 
-Status run_cross_entropy(OpCall& call, CePlan plan) {
+Status run_cross_entropy(OpCall& call, CeExp exp) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto ignore_index = call.problem.get_int("ignore_index", -100);
@@ -243,7 +229,7 @@ Status run_cross_entropy(OpCall& call, CePlan plan) {
     a.rows = logits.shape[0];
     a.cols = logits.shape[1];
     a.loss = data_ptr<T>(loss);
-    return launch_cross_entropy<T>(**device, a, plan);
+    return launch_cross_entropy<T>(**device, a, exp);
   });
 }
 
@@ -252,30 +238,16 @@ Status check_cross_entropy(const Problem& problem) {
   return ignore_index ? Status::ok() : ignore_index.status();
 }
 
-bool register_cross_entropy(const char* variant, CePlan plan) {
-  return register_cuda(
-      "cross_entropy", variant, {DType::f32, DType::bf16},
-      [plan](OpCall& call) { return run_cross_entropy(call, plan); }, check_cross_entropy);
-}
-
-// "": "pipe_tma" for bf16, "pipe" for f32 (session 16). "pipe": ce_stats_pipe_kernel (persistent
-// warps, the next chunk in flight while folding the current one) for many aligned rows, other
-// shapes as "warp" (the default for both dtypes from 2026-11-21 to session 16).
-// "warp": a warp per row when there are many rows (ce_use_warp_rows), bf16 with the
-// 2-instruction exp; other shapes take the block kernel. "warp_expf": the same with expf for
-// bf16 too (f32 is identical to "warp"). "block": the default before 2026-11-21 (block per row,
-// expf).
-DNNB_REGISTER(register_cross_entropy("", CePlan::by_dtype));
-DNNB_REGISTER(register_cross_entropy("pipe", CePlan::pipe));
-DNNB_REGISTER(register_cross_entropy("warp", CePlan::warp));
-DNNB_REGISTER(register_cross_entropy("warp_expf", CePlan::warp_expf));
-DNNB_REGISTER(register_cross_entropy("block", CePlan::block));
-// "pipe_pred": the default without its exact form for rows of whole chunks (cross_entropy_pipe.cuh).
-// "pipe_tma": the chunks through shared-memory rings filled by bulk copies (cross_entropy_tma.cuh).
-// Measured and dropped in session 15 (docs/cuda.md): bf16 exp arguments and sums on the tensor
-// cores (76.6-77.8 us against 74.4-75.2) and a 24-warp bulk-copy shape (75.1-75.2).
-DNNB_REGISTER(register_cross_entropy("pipe_pred", CePlan::pipe_pred));
-DNNB_REGISTER(register_cross_entropy("pipe_tma", CePlan::pipe_tma));
+DNNB_REGISTER(register_cuda(
+    "cross_entropy", "", "", {DType::f32, DType::bf16},
+    [](OpCall& call) { return run_cross_entropy(call, CeExp::fast16); }, check_cross_entropy));
+DNNB_REGISTER(register_cuda(
+    "cross_entropy", "expf",
+    "bf16 logits whose loss must come from the accurate expf (the default's 2-instruction exp is "
+    "within 2^-22 relative per term), at about 2.5x the default's time: a warp per row without "
+    "the prefetching pipeline.",
+    {DType::bf16}, [](OpCall& call) { return run_cross_entropy(call, CeExp::expf); },
+    check_cross_entropy));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -4,27 +4,14 @@
 // with kept = the number of rows whose target is not ignore_index. f32 and bf16.
 //
 // Kernels: the row softmax of kernels/cuda/softmax_rows.cuh with the cross-entropy epilogue:
-// rows held in registers up to 16K classes or in shared memory up to 51200 classes (logits read
-// once, dlogits written once); longer rows read the logits twice.
-// The kept rows: counted inside the pipe kernel (each block its own rows' targets, added with one
-// atomic; the blocks wait for every block's count before their first store, so the launch is
-// cooperative; exact integers, so deterministic) since 2026-11-26, session 17. At 16384 x 8192
-// in three rounds: H200 bf16 148.0-148.1 us against session 16's 149.0-149.3, f32 289.3-289.8
-// against 289.9-290.4; H100 bf16 205.1-205.2 against 206.8-206.9 with the count kernel, 1 x
-// 8192 bf16 6.06 against 6.69. The other kernels, and
-// variant "count_kernel", take ce_count_kept first (one block counts the kept rows into 4 bytes
-// of scratch; the pipe kernel is launched to overlap it, session 13).
-// Variants, as softmax's (SoftmaxPlan): "" the persistent prefetching kernel (softmax_pipe_kernel;
-// bf16 in "pipe4"'s shape, or "pipe32"'s on devices with DRAM under 4 TB/s: softmax_plan.h;
-// equal to "occ" bit for bit; promoted from "pipe" after the H200 run of 2026-11-21, session 3:
-// f32 295 us against 452, bf16 201 against 297; session 4: bf16 with 4 blocks per SM, 161 us);
-// "pipe32", "pipe4", "pipe16" the pipe kernel's launch shapes (softmax.cu; session 6 on the H200,
-// bf16 at 16384 x 8192: pipe16 66.6% of copy against the default's 83.5, also with 4 stages
-// (66.2) or without the exact-row kernel (63.2): the 16-bit softmax's shape does not carry over);
-// "occ" places 1025..8192 classes 3 rows per SM
-// with the 2-instruction exp for bf16 (the default from the first H200 run that day: f32 452 us
-// against 578, bf16 312 against 406 at 16384 x 8192); "occ_expf" the same with expf; "reg2" the
-// default before.
+// rows of 1025..8192 classes in the persistent prefetching kernel, others held in registers up to
+// 16K classes or in shared memory up to 51200 classes (logits read once, dlogits written once);
+// longer rows read the logits twice.
+// The kept rows: the persistent kernel counts them itself (each block its own rows' targets,
+// added with one atomic; the blocks wait for every block's count before their first store, so
+// the launch is cooperative; exact integers, so deterministic): one launch for the op. The other
+// kernels, and the alternative "expf" (bf16 with expf, without the persistent kernel), take
+// ce_count_kept_kernel first: one block counts the kept rows into 4 bytes of scratch.
 #include "kernels/cuda/softmax_rows.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -36,14 +23,9 @@ __global__ void __launch_bounds__(kCountThreads)
     ce_count_kept_kernel(const int64_t* target, int64_t stride, int64_t rows, int64_t ignore_index,
                          int* kept) {
   __shared__ int scratch[32];
-  // The softmax pipe kernel after this one may start now (row_pipe.cuh, overlap_prior): it
-  // waits for this kernel's completion before it reads the count.
-  release_dependent_grid();
   int count = 0;
   // Unrolled so that each thread's loads are issued together: one block reads every target, and
-  // a loop with one load in flight per thread paid a DRAM latency per 1024 rows (16 at 16384
-  // rows: Nsight Compute on the H200, 2026-11-21, session 7, timed the bf16 softmax kernel at
-  // 142.6 us where the op took 150 in bench).
+  // a loop with one load in flight per thread would pay a DRAM latency per 1024 rows.
 #pragma unroll 16
   for (int64_t r = threadIdx.x; r < rows; r += kCountThreads)
     count += target[r * stride] != ignore_index;
@@ -58,13 +40,7 @@ __global__ void __launch_bounds__(kCountThreads)
   if (threadIdx.x == 0) *kept = count;
 }
 
-// How the kept rows are counted: inside the pipe kernel, whose blocks then wait for each other's
-// counts (softmax_rows.cuh, add_block_kept_rows: one launch, not two), wherever the pipe kernel
-// takes the rows; else, and in variant "count_kernel", by ce_count_kept_kernel before the row
-// kernel.
-enum class KeptCount { kernel_before, in_grid };
-
-Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan, KeptCount counting) {
+Status run_cross_entropy_bwd(OpCall& call, SoftmaxExp exp) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto ignore_index = call.problem.get_int("ignore_index", -100);
@@ -98,11 +74,11 @@ Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan, KeptCount counting)
     a.target = data_ptr<int64_t>(target);
     a.target_stride = target.strides[0];
     a.ignore_index = *ignore_index;
-    if (counting == KeptCount::in_grid && is_pipe_plan(plan) && softmax_pipe_fits(a)) {
+    if (exp == SoftmaxExp::fast16 && softmax_pipe_fits(a)) {  // the pipe kernel counts
       auto counters = grid_counters(dev);
       if (!counters) return counters.status();
       a.grid = *counters;
-      return launch_softmax_rows<T>(dev, a, plan);
+      return launch_softmax_rows<T>(dev, a, exp);
     }
     auto kept = StreamScratch::allocate(dev, sizeof(int));
     if (!kept) return kept.status();
@@ -110,7 +86,7 @@ Status run_cross_entropy_bwd(OpCall& call, SoftmaxPlan plan, KeptCount counting)
                                                                 a.ignore_index, kept->as<int>());
     DNNB_CUDA_CHECK_LAUNCH();
     a.kept_rows = kept->as<int>();
-    DNNB_TRY(launch_softmax_rows<T>(dev, a, plan));
+    DNNB_TRY(launch_softmax_rows<T>(dev, a, exp));
     return kept->release();
   });
 }
@@ -120,22 +96,17 @@ Status check_cross_entropy_bwd(const Problem& problem) {
   return ignore_index ? Status::ok() : ignore_index.status();
 }
 
-bool register_cross_entropy_bwd(const char* variant, SoftmaxPlan plan,
-                                KeptCount counting = KeptCount::in_grid) {
-  return register_cuda(
-      "cross_entropy_bwd", variant, {DType::f32, DType::bf16},
-      [plan, counting](OpCall& call) { return run_cross_entropy_bwd(call, plan, counting); },
-      check_cross_entropy_bwd);
-}
-
-DNNB_REGISTER(register_cross_entropy_bwd("", SoftmaxPlan::pipe));
-DNNB_REGISTER(register_cross_entropy_bwd("pipe32", SoftmaxPlan::pipe32));
-DNNB_REGISTER(register_cross_entropy_bwd("pipe4", SoftmaxPlan::pipe4));
-DNNB_REGISTER(register_cross_entropy_bwd("pipe16", SoftmaxPlan::pipe16));
-DNNB_REGISTER(register_cross_entropy_bwd("occ", SoftmaxPlan::occ));
-DNNB_REGISTER(register_cross_entropy_bwd("occ_expf", SoftmaxPlan::occ_expf));
-DNNB_REGISTER(register_cross_entropy_bwd("reg2", SoftmaxPlan::reg2));
-DNNB_REGISTER(register_cross_entropy_bwd("count_kernel", SoftmaxPlan::pipe, KeptCount::kernel_before));
+DNNB_REGISTER(register_cuda(
+    "cross_entropy_bwd", "", "", {DType::f32, DType::bf16},
+    [](OpCall& call) { return run_cross_entropy_bwd(call, SoftmaxExp::fast16); },
+    check_cross_entropy_bwd));
+DNNB_REGISTER(register_cuda(
+    "cross_entropy_bwd", "expf",
+    "bf16 gradients computed with the accurate expf (the default's 2-instruction exp, within 2^-22 "
+    "relative, can flip a near-tie rounding of the output), at about twice the default's time on "
+    "rows of 1025..8192 classes.",
+    {DType::bf16}, [](OpCall& call) { return run_cross_entropy_bwd(call, SoftmaxExp::expf); },
+    check_cross_entropy_bwd));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

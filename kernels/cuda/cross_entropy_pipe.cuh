@@ -1,6 +1,6 @@
-// The persistent-warp cross_entropy kernel (the default of cross_entropy.cu): each warp streams
-// the rows warp, warp + warps, ... chunk by chunk with the next chunk already in flight, and the
-// last block to finish writes the mean.
+// The persistent-warp cross_entropy kernel (cross_entropy.cu; f32's kernel, and bf16's for rows
+// the bulk-copy form does not take): each warp streams the rows warp, warp + warps, ... chunk by
+// chunk with the next chunk already in flight, and the last block to finish writes the mean.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -12,8 +12,8 @@
 namespace dnnb::cuda_kernels {
 
 // ---------------------------------------------------------------------------------------------
-// The default (the variant "pipe" until its H200 run): ce_stats_pipe_kernel. Why ce_stats_warp is
-// slow at 16384 x 8192 bf16 (127 us, 2.1 TB/s of a 4.54 TB/s read stream): each warp issues its 4
+// ce_stats_pipe_kernel. Why a warp per row is not enough (ce_stats_warp_kernel, cross_entropy.cu:
+// 2.1 TB/s of a 4.5 TB/s read stream at 16384 x 8192 bf16 on the H200): each warp issues its 4
 // loads per lane, waits a full DRAM latency, folds them, and only then issues the next 4; a warp
 // has bytes in flight only part of the time, and every row start exposes a whole latency. This
 // kernel software-pipelines the stream of each warp: while it folds chunk k (kCePipeVecs 16-byte
@@ -26,7 +26,7 @@ namespace dnnb::cuda_kernels {
 // instead of per 8, then convert + fma + ex2 + add (4); one accumulator per vector position (8
 // for bf16) keeps the add chains short. Fixed order: deterministic; the sum order differs from
 // ce_stats_warp's (last bits of the loss). Taken when ce_use_warp_rows holds and the logits rows
-// are 16-byte aligned with C % kVec == 0; other shapes run the "warp" plan.
+// are 16-byte aligned with C % kVec == 0; other shapes take ce_stats_warp_kernel.
 constexpr int kCePipeVecs = 8;       // per lane per chunk: 128 bytes
 constexpr int kCePipeWarps = 8;      // per block
 constexpr int kCePipeMinBlocks = 2;  // <= 128 registers: two chunks (2 x 32) + the fold
@@ -36,13 +36,11 @@ inline constexpr int kCeChunkCols = 32 * kCePipeVecs * kVec<T>;  // columns per 
 // Chunk `it` of a row into registers: vector u of the lane at column (it*32*U + u*32 + lane) * W
 // (each load instruction of the warp covers 512 contiguous bytes); columns past the row read -inf.
 // The load goes through 32-bit words preset to -inf: a predicated 16-byte load into them. Filled
-// element by element, bf16 padding became PRMT merges of the loaded registers, which made every
-// chunk wait for its own loads right after issuing them (no overlap with the fold; measured
-// 2026-11-21: 96 us at 16384 x 8192 bf16).
+// element by element, bf16 padding becomes PRMT merges of the loaded registers, which makes every
+// chunk wait for its own loads right after issuing them (no overlap with the fold).
 // kExact: the row is whole chunks (C % kCeChunkCols == 0, e.g. 8192 columns), so no vector lies
-// past its end: plain loads, no preset words and no bounds test. Nsight Compute on the
-// predicated form (H200, session 13, bf16 16384 x 8192): MOV 0.37, ISETP 0.34, SHF 0.34
-// instructions per element of its 7.5, mostly from these presets and tests.
+// past its end: plain loads, no preset words and no bounds test (in the predicated form these
+// presets and tests are about 1 of its 7.5 instructions per element).
 template <typename T, bool kExact>
 __device__ __forceinline__ void ce_load_chunk(Vec16<T> (&buf)[kCePipeVecs], const T* x_row,
                                               int it, int lane, int cols) {
@@ -113,8 +111,8 @@ __device__ __forceinline__ float ce_chunk_max(const Vec16<T> (&buf)[kCePipeVecs]
 
 // Folds a chunk into the lane's running max m and the sums s[k] of exp(x - m) over the
 // elements at position k of each vector: one rescale check per chunk, and kVec independent add
-// chains of kCePipeVecs adds per chunk (one accumulator, or two, made the bf16 kernel
-// latency-bound on the add chain: 96 us at 16384 x 8192 with two, measured 2026-11-21).
+// chains of kCePipeVecs adds per chunk (with one or two accumulators the bf16 kernel is
+// latency-bound on the add chain).
 // kFastExp (bf16): 2^(x log2e - ms) with ms = m log2e rounded once per running max, as
 // online_max_sum_fast; otherwise expf, as online_max_sum.
 template <typename T, bool kFastExp>
@@ -138,7 +136,7 @@ __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs]
   if (m == -INFINITY) {
     // Nothing but -inf (and NaN) so far: nothing to add, but a NaN must still make the row's
     // loss NaN, as torch's. ce_chunk_max propagates NaN, so vm says whether the chunk had one
-    // (a scan of the chunk here cost the bf16 kernel 0.4% and f32 more: session 15).
+    // (a scan of the chunk here would cost registers and time on every chunk).
     if (isnan(vm)) s[0] = NAN;
     return;
   }
@@ -157,7 +155,7 @@ __device__ __forceinline__ void ce_fold_chunk(const Vec16<T> (&buf)[kCePipeVecs]
 // Row r of the logits. kUniform: the host checked RowIndex::uniform_rows() (outer_dims <= 1, as
 // every 2-D logits tensor; stride[0] is 0 when there is no outer dim, and then r is 0), so the
 // start is one multiply: the bulk-copy kernel (cross_entropy_tma.cuh) takes this form, which
-// keeps row_offset's division loop and its registers out of it (a 24-warp shape of it spilled).
+// keeps row_offset's division loop and its registers out of it.
 template <bool kUniform, typename T>
 __device__ __forceinline__ const T* ce_row(const CeArgs<T>& a, int64_t r) {
   if constexpr (kUniform)
@@ -249,8 +247,8 @@ __device__ __forceinline__ bool ce_pipe_step(const CeArgs<T>& a, CePipeLane<T>& 
   return more;
 }
 
-// The mean of ce_stats_pipe_kernel without a second launch (that launch, ce_mean_kernel: 4.7 us
-// of the 77 us of bf16 at 16384 x 8192, Nsight Compute on the H200, 2026-11-21, session 6).
+// The mean of ce_stats_pipe_kernel without a second launch (a ce_mean_kernel launch would add
+// about 6% to bf16 at 16384 x 8192).
 // Every warp writes its (loss sum, kept rows) to a.partials[warp]; each block then counts
 // itself done on a.done, and the block that finishes last sums the partials in warp order
 // (deterministic for a given grid) and writes the loss. That block also puts the counter back
@@ -339,13 +337,13 @@ Result<bool> ce_launch_persistent(const CudaDevice& device, CeArgs<T> a,
 
 // Launches ce_stats_pipe_kernel (and the mean, in the same launch) when `a` fits it (many rows,
 // 16-byte aligned rows, C % kVec == 0); false: nothing launched. Rows of whole chunks take the
-// kernel's exact form unless `predicated` (the variant "pipe_pred", to time the two).
+// kernel's exact form.
 template <typename T>
-Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a, bool predicated) {
+Result<bool> try_launch_ce_pipe(const CudaDevice& device, CeArgs<T> a) {
   if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
       a.cols % kVec<T> != 0)
     return false;
-  const bool exact = !predicated && a.cols % kCeChunkCols<T> == 0;
+  const bool exact = a.cols % kCeChunkCols<T> == 0;
   void (*kernel)(CeArgs<T>) = nullptr;
   if constexpr (sizeof(T) == 2) {  // bf16: the 2-instruction exp
     kernel = exact ? ce_stats_pipe_kernel<T, true, true>

@@ -1,30 +1,26 @@
-// The bulk-copy (TMA) form of the persistent-warp cross_entropy kernel: the bf16 default of
-// cross_entropy.cu since session 16 (variant "pipe_tma"). Same row stream, fold and mean as
-// ce_stats_pipe_kernel (cross_entropy_pipe.cuh); only where a chunk waits differs. H200, bf16
-// 16384 x 8192, against the register kernel in the same runs: session 15 (three calls) 73.9-74.5
-// us against 74.4-75.2; session 16 (three rounds) 72.96-73.37 against 74.05-74.13. f32 stays on
-// the register kernel (133.0 against 131.6). Checked on the H200 in session 16 with 2500x4096
-// (suites/ops/op_common.cpp), whose rows make warps wrap their rings.
+// The bulk-copy (TMA) form of the persistent-warp cross_entropy kernel: bf16's kernel in
+// cross_entropy.cu. Same row stream, fold and mean as ce_stats_pipe_kernel
+// (cross_entropy_pipe.cuh); only where a chunk waits differs. At 16384 x 8192 bf16 on the H200 it
+// runs 1-1.5% faster than the register pipeline; f32 runs faster on the register pipeline.
 //
-// Why: ce_stats_pipe_kernel is latency-bound (Nsight Compute, H200, session 13: long_sb 44% of
-// the stalls). Each warp holds one 4 KB chunk in flight in registers while it folds the other,
-// 16 warps per SM: at most 64 KB of reads in flight per SM, and a third register buffer does
-// not fit its 128 registers (2 blocks per SM). Here the chunks land in shared memory instead:
-// each warp owns a ring of kStages 4 KB stages filled by one `cp.async.bulk` each (the Hopper
-// bulk-copy engine, 1-D: no tensor map, one instruction per 4 KB where per-thread cp.async
-// needed 256, which is what made the cp.async ring of session 13 slower, 85-104 us). The fold
-// reads its chunk from the stage with the same 16-byte vectors per lane as the register kernel
-// (LDS.128, conflict-free: each quarter warp reads 128 contiguous bytes), and the stage is
-// refilled with the chunk kStages ahead as soon as every lane has read it, before the fold: so
-// while a warp folds chunk k, chunks k + 1 ... k + kStages are in flight or landed.
+// Why: ce_stats_pipe_kernel is latency-bound (long scoreboard stalls are 44% of its stalls).
+// Each warp holds one 4 KB chunk in flight in registers while it folds the other, 16 warps per
+// SM: at most 64 KB of reads in flight per SM, and a third register buffer does not fit its 128
+// registers (2 blocks per SM). Here the chunks land in shared memory instead: each warp owns a
+// ring of kStages 4 KB stages filled by one `cp.async.bulk` each (the Hopper bulk-copy engine,
+// 1-D: no tensor map, one instruction per 4 KB where per-thread cp.async needs 256; a ring of
+// cp.async copies is slower than the register kernel). The fold reads its chunk from the stage
+// with the same 16-byte vectors per lane as the register kernel (LDS.128, conflict-free: each
+// quarter warp reads 128 contiguous bytes), and the stage is refilled with the chunk kStages
+// ahead as soon as every lane has read it, before the fold: so while a warp folds chunk k,
+// chunks k + 1 ... k + kStages are in flight or landed.
 //
 // Shape (8 warps per block as the register kernel, so ce_pipe_mean and its partials serve both;
 // 227 KB of shared memory per SM): CeTma3x2, 3 stages, 2 blocks per SM: 16 warps x 12 KB = 192 KB,
 // up to 192 KB in flight per SM (3x the register kernel), same warps for the arithmetic.
 // 4 KB stages keep the 16-byte lane layout of the register kernel's chunk (8 vectors per lane);
-// 4 stages of 4 KB would leave room for only 1 block of 8 warps per SM (12 warps/SM with 4 KB
-// chunks in registers were slower, 80 us). Measured and dropped (session 15): 2 stages x 3
-// blocks (24 warps, the same bytes) 75.1-75.2 us.
+// 4 stages of 4 KB would leave room for only 1 block of 8 warps per SM, and 2 stages x 3 blocks
+// (24 warps, the same bytes) is slower.
 
 // Synchronisation, per warp (no block barrier in the loop): stage s has one mbarrier, count 1.
 // Lane 0 arms it (mbarrier.arrive.expect_tx, 4096 bytes) and issues the copy, whose completion
@@ -39,7 +35,7 @@
 // Taken for rows of whole chunks (C % 2048 == 0 bf16, % 1024 f32) with 16-byte aligned rows and
 // unit column stride (RowView::vec), one stride apart (ce_row<true>): each chunk is 4096
 // contiguous, 16-byte aligned bytes, as cp.async.bulk requires. Other shapes take the register
-// kernel, then "warp".
+// kernel, then the warp kernel.
 #pragma once
 #include <cstdint>
 
@@ -188,7 +184,7 @@ Result<bool> try_launch_ce_tma(const CudaDevice& device, CeArgs<T> a) {
   if (!ce_use_warp_rows(device, a.rows, a.cols) || a.cols == 0 || !a.x.vec ||
       a.cols % kCeChunkCols<T> != 0 || !a.x.ri.uniform_rows())
     return false;
-  constexpr bool kFastExp = sizeof(T) == 2;  // bf16: the 2-instruction exp, as the default
+  constexpr bool kFastExp = sizeof(T) == 2;  // bf16: the 2-instruction exp
   return ce_launch_persistent<T>(device, a, ce_stats_tma_kernel<T, kFastExp, CeTma3x2>, CeTma3x2::kSmem);
 }
 

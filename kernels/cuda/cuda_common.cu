@@ -1,6 +1,7 @@
 // Host glue shared by the CUDA kernels (see cuda_common.cuh).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -95,13 +96,21 @@ Status StreamScratch::release() {
   return Status::ok();
 }
 
-bool register_cuda(std::string op, std::string variant, std::initializer_list<DType> dtypes,
-                   std::function<Status(OpCall&)> run,
+bool register_cuda(std::string op, std::string variant, std::string when,
+                   std::initializer_list<DType> dtypes, std::function<Status(OpCall&)> run,
                    std::function<Status(const Problem&)> extra) {
+  if (variant.empty() != when.empty()) {
+    std::fprintf(stderr, "dnnblocks: cuda %s%s%s: %s\n", op.c_str(), variant.empty() ? "" : "/",
+                 variant.c_str(),
+                 variant.empty() ? "a default has no 'when' sentence, not registered"
+                                 : "an alternative needs its 'when' sentence, not registered");
+    return false;
+  }
   Implementation impl;
   impl.op = op;
   impl.backend = "cuda";
   impl.variant = std::move(variant);
+  impl.when = std::move(when);
   impl.dtypes.assign(dtypes.begin(), dtypes.end());
   std::vector<DType> allowed = impl.dtypes;
   impl.supports = [allowed, extra](const Problem& problem, const DeviceRuntime& device) {

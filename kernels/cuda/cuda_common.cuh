@@ -65,9 +65,9 @@ struct alignas(16) Vec16 {
 
 // Element k of a loaded vector in f32. bf16 converts from the 32-bit word holding the pair: the
 // low element is word << 16, the high one word & 0xffff0000, one instruction each, where
-// to_float(p.v[k]) first moved the high half down (PRMT) and then shifted it back (2
-// instructions; Nsight Compute on the H200, 2026-11-21, session 5: 1.5 per element in softmax,
-// 2+ in layernorm). Same value, exactly. f32 and f16 as to_float.
+// to_float(p.v[k]) first moves the high half down (PRMT) and then shifts it back (2
+// instructions; the 16-bit row kernels convert every element, so this is 0.5-1 instruction per
+// element less). Same value, exactly. f32 and f16 as to_float.
 template <typename T>
 __device__ __forceinline__ float element_float(const Vec16<T>& p, int k) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -103,20 +103,6 @@ __device__ __forceinline__ float ex2_approx_ftz(float x) {
 // exp(x - m) given ms = m * kLog2e (the row's pre-scaled shift); see above.
 __device__ __forceinline__ float exp_shifted_16bit(float x, float ms) {
   return ex2_approx_ftz(fmaf(x, kLog2e, -ms));
-}
-
-// Programmatic dependent launch (sm_90). A kernel launched with the programmatic stream
-// serialization attribute (launch_persistent_rows' overlap_prior) may start while the kernel
-// before it on the stream still runs, so its prologue (address set-up, the first rows' copies)
-// overlaps that kernel's tail and the launch gap; it must call wait_for_prior_grid() before it
-// reads anything that kernel writes. Launched the ordinary way, the prior kernel has completed
-// and the wait returns at once, so code shared with ordinary launches may call it too.
-// release_dependent_grid(): the prior kernel lets its dependent start before it completes.
-__device__ __forceinline__ void wait_for_prior_grid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void release_dependent_grid() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,9 +158,8 @@ __device__ __forceinline__ void load_vec(float (&out)[kVec<T>], const RowView<T>
 }
 
 // One 16-byte store of a whole vector (dst 16-byte aligned). stream: st.global.cs, the
-// evict-first (streaming) store, for outputs this kernel never reads again. Measured on the H200
-// (session 13, 16384 x 8192 bf16): rmsnorm's pipe kernel 143.0 us against 148.1 with ordinary
-// stores, in two interleaved rounds; the output then takes less of L2 from the rows in flight.
+// evict-first (streaming) store, for outputs this kernel never reads again: the output then
+// takes less of L2 from the rows in flight (rmsnorm's pipe kernel, norm_pipe.cuh).
 template <typename T>
 __device__ __forceinline__ void store_vec16(T* dst, const Vec16<T>& p, bool stream) {
   if (stream) {
@@ -204,19 +189,19 @@ __device__ __forceinline__ void store_vec(T* row, const RowView<T>& view, I c, I
 }
 
 // Reads the kVec elements at columns [c, c + kVec) of a row as the dtype itself (no conversion):
-// one 16-byte load when the view allows it, else one load per element; columns >= end read 0.
-// Used by the "packed"/"wide" variants, which keep raw 16-bit vectors in registers (half the
-// registers of f32 copies) and convert to f32 where the value is used.
+// one 16-byte load when the view allows it, else one load per element; columns >= end read
+// `pad` (rounded to T). For kernels that keep raw 16-bit vectors in registers (half the registers
+// of f32 copies) and convert to f32 where the value is used.
 template <typename T, typename I>
 __device__ __forceinline__ void load_raw_vec(Vec16<T>& out, const T* row, int64_t col_stride,
-                                             bool vec, I c, I end) {
+                                             bool vec, I c, I end, float pad) {
   if (vec && c + kVec<T> <= end) {
     out = *reinterpret_cast<const Vec16<T>*>(row + c);
     return;
   }
 #pragma unroll
   for (int k = 0; k < kVec<T>; ++k)
-    out.v[k] = c + k < end ? row[static_cast<int64_t>(c + k) * col_stride] : from_float<T>(0.f);
+    out.v[k] = c + k < end ? row[static_cast<int64_t>(c + k) * col_stride] : from_float<T>(pad);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,8 +392,8 @@ class StreamScratch {
 // never meets another op's counts.
 struct GridCounters {
   unsigned cross_entropy_done = 0;      // cross_entropy_pipe.cuh: blocks finished
-  unsigned cross_entropy_bwd_done = 0;  // softmax_rows.cuh, grid count: blocks finished
-  // softmax_rows.cuh, grid count: blocks arrived << 40 | kept rows counted so far, one 64-bit
+  unsigned cross_entropy_bwd_done = 0;  // softmax_pipe.cuh, grid count: blocks finished
+  // softmax_pipe.cuh, grid count: blocks arrived << 40 | kept rows counted so far, one 64-bit
   // atomic per block so that a block that sees every arrival also sees every count (the counts
   // are 32-bit: rows < 2^32).
   unsigned long long cross_entropy_bwd_kept = 0;
@@ -416,9 +401,12 @@ struct GridCounters {
 inline constexpr int kGridArrivalShift = 40;
 Result<GridCounters*> grid_counters(const CudaDevice& device);
 
-// Registers one CUDA implementation; `extra` adds op-specific checks to supports().
-bool register_cuda(std::string op, std::string variant, std::initializer_list<DType> dtypes,
-                   std::function<Status(OpCall&)> run,
+// Registers one CUDA implementation: the op's default (variant "", `when` empty) or an
+// alternative (a variant name and, in `when`, the one sentence saying when a user would choose
+// it over the default). `extra` adds op-specific checks to supports(). False, and a message on
+// stderr, for a default with a `when` or an alternative without one.
+bool register_cuda(std::string op, std::string variant, std::string when,
+                   std::initializer_list<DType> dtypes, std::function<Status(OpCall&)> run,
                    std::function<Status(const Problem&)> extra = {});
 
 }  // namespace dnnb::cuda_kernels

@@ -2,18 +2,21 @@
 // weight, 3: lerp with a weight tensor) and one output of the broadcast shape. Each op file
 // supplies a functor `float op(float...)`; its math runs in f32 and rounds once.
 //
-// Two kernels, chosen per call:
+// The kernels, chosen per call (launch_elementwise):
 //  - flat: every tensor contiguous with the output's shape and 16-byte aligned. The data is one
-//    long array; each thread reads kUnroll 16-byte vectors per input, all loads issued before the
-//    first use (32 bytes in flight per input per thread), then computes and stores. Bytes moved:
-//    (N + 1) * numel * sizeof(T), the minimum; expected ~90% of copy bandwidth at large sizes.
+//    long array; each thread reads kFlatUnroll 16-byte vectors per input, all loads issued before
+//    the first use (32 bytes in flight per input per thread), then computes and stores. Bytes
+//    moved: (N + 1) * numel * sizeof(T), the minimum.
+//  - tile (binary ops only): row (1 x C) and column (R x 1) broadcasts of contiguous tensors,
+//    each thread kTileRows rows of one 16-byte column vector (elementwise_tile_kernel).
 //  - rows: anything else (broadcast inputs with stride 0, padded or transposed rows, odd
-//    alignment). One warp per segment of 32 * kUnroll * kVec columns of one row; the row starts
-//    of all tensors are computed once per warp (lane k computes tensor k's, then shuffles) so the
-//    64-bit divisions of a multi-dim RowIndex are off the per-element path. Per tensor: 16-byte
-//    loads when its rows allow it, else coalesced element loads (stride 1), an L1-cached re-read
-//    (stride 0), or strided element loads (transposed: each lane touches its own sector; the
-//    neighbouring rows that share those sectors run at the same time and hit L2).
+//    alignment). One warp per segment of 32 * kRowsUnroll * kVec columns of one row; the row
+//    starts of all tensors are computed once per warp (lane k computes tensor k's, then
+//    shuffles) so the 64-bit divisions of a multi-dim RowIndex are off the per-element path. Per
+//    tensor: 16-byte loads when its rows allow it, else coalesced element loads (stride 1), an
+//    L1-cached re-read (stride 0), or strided element loads (transposed: each lane touches its
+//    own sector; the neighbouring rows that share those sectors run at the same time and hit L2).
+//    f32 binary ops take its wide form (elementwise_rows_wide_kernel: more loads in flight).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -155,17 +158,18 @@ __global__ void __launch_bounds__(kRowsWarps * 32)
   }
 }
 
-// Wide rows kernel (the f32 binary default for broadcasts, padded or transposed inputs):
-// segments of 32 * kRowsWideUnroll vectors per warp, every input's vectors loaded raw (unconverted: 4
-// registers per vector) before any is used or any output stored, so each lane has
-// kRowsWideUnroll 16-byte loads per input in flight (64 bytes, against one 16-byte load per
-// input at a time in elementwise_rows_kernel, whose loads of its second vector cannot move above
-// its first store: the output may alias an input as far as the compiler knows). A broadcast
-// column (stride 0) is one load per vector, read into all lanes.
+// Wide rows kernel (f32 binary ops on layouts the tile kernel does not take: broadcasts over
+// several dims, padded or transposed inputs): segments of 32 * kRowsWideUnroll vectors per warp,
+// every input's vectors loaded raw (unconverted: 4 registers per vector) before any is used or
+// any output stored, so each lane has kRowsWideUnroll 16-byte loads per input in flight (64
+// bytes, against one 16-byte load per input at a time in elementwise_rows_kernel, whose loads of
+// its second vector cannot move above its first store: the output may alias an input as far as
+// the compiler knows). A broadcast column (stride 0) is one load per vector, read into all lanes.
+// 16-bit types keep elementwise_rows_kernel, which measured faster for them.
 inline constexpr int kRowsWideUnroll = 4;
 
 template <typename T, int N, typename Op>
-__global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 spilled 124 B)
+__global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (at 64 it spills)
     elementwise_rows_wide_kernel(RowsArgs<T, N> a, Op op) {
   constexpr int W = kVec<T>;
   constexpr int U = kRowsWideUnroll;
@@ -193,7 +197,7 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
           for (int e = 0; e < W; ++e) raw[j][k].v[e] = v;
         } else {
           load_raw_vec<T, int64_t>(raw[j][k], in_row[k], a.in[k].ri.col_stride, a.in[k].vec, c,
-                                   a.cols);
+                                   a.cols, 0.f);
         }
       }
     }
@@ -215,22 +219,19 @@ __global__ void __launch_bounds__(kRowsWarps * 32, 3)  // <= 80 registers (64 sp
   }
 }
 
-// Broadcast path of the binary ops' default plan (add, sub, mul, div): the output contiguous and
-// viewed as [rows, cols] with cols % kVec == 0, each input either a full tensor (contiguous with
-// the output's shape), a row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a
-// column broadcast (one value per row, the values contiguous: b = R x 1); full and row inputs
-// 16-byte aligned. Each operand's kind is a template argument, and each thread takes kTileRows
-// rows of one 16-byte column vector: it issues all of its tile's loads (a row-broadcast vector
-// once, a column-broadcast value once per row) with no branch, then computes and stores. A warp
-// covers 32 consecutive vectors of each of its rows: every load and store is coalesced.
-// Why (H200, 2026-11-21, session 7, 16384 x 8192, one run): the earlier flat2d kernel (one thread
-// per output vector, kinds tested at run time around every load, the row index by a multiply and
-// a shift) ran the 16-bit broadcast div at 149-153 us (83-85% of copy) while mul took 131-133;
-// this layout (NVIDIA's OpenCL binary_tile, kernels/opencl/binary_body.cl) runs div at 130.7-131.3
-// us like mul (96-97%), div f32 with b = R x 1 at 256 us against 273, and add/sub/mul at 0-1%
-// from before. cols % kVec == 0 means a vector never crosses a row, so there is no column tail;
-// the last rows (rows % kTileRows) go one at a time. Any other layout takes the rows kernels
-// (try_launch_tile returns false).
+// Broadcast path of the binary ops (add, sub, mul, div): the output contiguous and viewed as
+// [rows, cols] with cols % kVec == 0, each input either a full tensor (contiguous with the
+// output's shape), a row broadcast (one contiguous [cols] row repeated: b = 1 x C) or a column
+// broadcast (one value per row, the values contiguous: b = R x 1); full and row inputs 16-byte
+// aligned. Each operand's kind is a template argument, and each thread takes kTileRows rows of one
+// 16-byte column vector: it issues all of its tile's loads (a row-broadcast vector once, a
+// column-broadcast value once per row) with no branch, then computes and stores. A warp covers 32
+// consecutive vectors of each of its rows: every load and store is coalesced. With the kinds
+// tested at run time around every load, one vector per thread, the 16-bit broadcast div (its
+// IEEE division is ~10 instructions) could not keep enough loads in flight; in this layout it
+// runs at mul's speed. cols % kVec == 0 means a vector never crosses a row, so there is no column
+// tail; the last rows (rows % kTileRows) go one at a time. Any other layout takes the rows
+// kernels (try_launch_tile returns false).
 enum TileKind : int { kTileFull = 0, kTileRow = 1, kTileColumn = 2 };
 inline constexpr int kTileRows = 4;
 inline constexpr int kTileThreads = 256;
@@ -365,14 +366,9 @@ Result<bool> try_launch_tile(const CudaDevice& device, const std::array<Tensor, 
 
 // Where the flat kernel does not apply (broadcasts, padded or transposed tensors):
 enum class ElementwisePlan {
-  rows,    // elementwise_rows_kernel (unary ops, lerp; binary variant "rows", the binary
-           // default before 2026-11-21)
-  wide,    // f32 elementwise_rows_wide_kernel (measured 2026-11-21: 263-285 us against 276-290
-           // for broadcasts), f16/bf16 elementwise_rows_kernel ("wide" measured slower for
-           // 16-bit, e.g. div 257 us against 220): the binary default until 2026-11-21 (session 3)
-  binary,  // binary default: elementwise_tile_kernel when its layout allows, else as wide
-           // (measured 2026-11-21, session 7, as variant "tile", and the flat2d kernel it
-           // replaced as variant "flat2d" in session 3: see elementwise_tile_kernel)
+  rows,    // elementwise_rows_kernel (unary ops, lerp)
+  binary,  // add, sub, mul, div: elementwise_tile_kernel when its layout allows, else f32
+           // elementwise_rows_wide_kernel and f16/bf16 elementwise_rows_kernel
 };
 // Launches the op on tensors that already have the output's shape (broadcast views allowed).
 // `plan`: which kernel takes what the flat kernel does not (same flat kernel for every plan).
@@ -404,7 +400,7 @@ Status launch_elementwise(const CudaDevice& device, const std::array<Tensor, N>&
       if (*launched) return Status::ok();
     }
   }
-  const bool wide = plan != ElementwisePlan::rows && sizeof(T) == 4;
+  const bool wide = plan == ElementwisePlan::binary && sizeof(T) == 4;
   RowsArgs<T, N> args;
   for (int k = 0; k < N; ++k) {
     auto view = make_row_view<T>(in[k]);
@@ -462,19 +458,17 @@ Status run_elementwise(OpCall& call, const std::array<const char*, N>& names, co
 // One activation y = op(x), registered for f32, f16 and bf16.
 template <typename Op>
 bool register_unary(const char* op_name, Op op) {
-  return register_cuda(op_name, "", {DType::f32, DType::f16, DType::bf16},
+  return register_cuda(op_name, "", "", {DType::f32, DType::f16, DType::bf16},
                        [op](OpCall& call) { return run_elementwise<1>(call, {"x"}, op); });
 }
 
-// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape, placed by
-// `plan` where the flat kernel does not apply (ElementwisePlan::binary for the "" variant).
+// One binary op y = op(a, b) with numpy broadcasting of both inputs to y's shape
+// (ElementwisePlan::binary), registered for f32, f16 and bf16.
 template <typename Op>
-bool register_binary(const char* op_name, Op op, const char* variant = "",
-                     ElementwisePlan plan = ElementwisePlan::binary) {
-  return register_cuda(op_name, variant, {DType::f32, DType::f16, DType::bf16},
-                       [op, plan](OpCall& call) {
-                         return run_elementwise<2>(call, {"a", "b"}, op, plan);
-                       });
+bool register_binary(const char* op_name, Op op) {
+  return register_cuda(op_name, "", "", {DType::f32, DType::f16, DType::bf16}, [op](OpCall& call) {
+    return run_elementwise<2>(call, {"a", "b"}, op, ElementwisePlan::binary);
+  });
 }
 
 }  // namespace dnnb::cuda_kernels

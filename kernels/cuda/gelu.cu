@@ -1,8 +1,7 @@
 // CUDA gelu: y = 0.5 x (1 + erf(x / sqrt 2)) (F.gelu, approximate='none').
 // Kernel and launch shape: kernels/cuda/elementwise.cuh (16-byte vectors, f32 math).
-// Variants: "" evaluates erf with erff (accurate to 2 ulp) for f32 and with GeluPolyOp below for
-// f16/bf16 (promoted from "poly" after the H200 run of 2026-11-21: 135 us against 165 at
-// 16384 x 8192, 101% of copy); "erff" (f16, bf16) is the previous 16-bit default, erff.
+// The default evaluates erf with erff (accurate to 2 ulp) for f32 and with GeluPolyOp below for
+// f16/bf16; the alternative "erff" takes erff for f16/bf16 too.
 #include "kernels/cuda/elementwise.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -17,9 +16,10 @@ struct GeluOp {
 // f16/bf16 default: erf(t) = 1 - (1 + a1 t + ... + a6 t^6)^-16 for t = |x| / sqrt 2
 // (Abramowitz & Stegun 7.1.28, |error| <= 3e-7; the reciprocal is rcp.approx, whose 1-ulp
 // error raised to the 16th power adds < 2e-6), sign restored after. erff costs ~2x the
-// instructions, and 16-bit gelu is instruction-bound at the copy rate (32 instructions per
-// element at 4.2 TB/s on 132 SMs: docs/cuda.md). The error is far under half an f16 ulp
-// (4.9e-4) relative, so results differ from "" by at most one rounding step on near-ties.
+// instructions, and 16-bit gelu is instruction-bound at the copy rate (cuda_common.cuh,
+// exp_shifted_16bit: about 32 instructions per element): with erff it runs at ~80% of copy,
+// with the polynomial at the copy rate. The error is far under half an f16 ulp (4.9e-4)
+// relative, so results differ from erff's by at most one rounding step on near-ties.
 struct GeluPolyOp {
   __device__ float operator()(float x) const {
     const float t = fabsf(x) * 0.70710678118654752f;
@@ -39,14 +39,16 @@ struct GeluPolyOp {
   }
 };
 
-DNNB_REGISTER(register_cuda("gelu", "", {DType::f32, DType::f16, DType::bf16}, [](OpCall& call) {
+DNNB_REGISTER(register_cuda("gelu", "", "", {DType::f32, DType::f16, DType::bf16}, [](OpCall& call) {
   if (call.problem.dtype == DType::f32) return run_elementwise<1>(call, {"x"}, GeluOp{});
   return run_elementwise<1>(call, {"x"}, GeluPolyOp{});
 }));
-DNNB_REGISTER(register_cuda("gelu", "erff", {DType::f16, DType::bf16},
-                            [](OpCall& call) {
-                              return run_elementwise<1>(call, {"x"}, GeluOp{});
-                            }));
+DNNB_REGISTER(register_cuda(
+    "gelu", "erff",
+    "f16/bf16 outputs that must equal the f32 erff formula rounded once (the default's "
+    "polynomial can flip a near-tie rounding by one step), at about 1.2x the default's time.",
+    {DType::f16, DType::bf16},
+    [](OpCall& call) { return run_elementwise<1>(call, {"x"}, GeluOp{}); }));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -32,7 +32,7 @@ Status check_lerp(const Problem& problem) {
   return weight ? Status::ok() : weight.status();
 }
 
-DNNB_REGISTER(register_cuda("lerp", "", {DType::f32, DType::f16, DType::bf16}, run_lerp,
+DNNB_REGISTER(register_cuda("lerp", "", "", {DType::f32, DType::f16, DType::bf16}, run_lerp,
                             check_lerp));
 
 }  // namespace

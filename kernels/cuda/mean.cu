@@ -14,11 +14,6 @@ struct MeanReducer {
 };
 
 DNNB_REGISTER(register_row_reduce("mean", MeanReducer{}));
-// "": f16/bf16 a warp per row with 128 bytes per lane in flight when rows are many and longer
-// than 1024 (the variant "warp8" until 2026-11-21), f32 as "block"; "warp4": that warp kernel
-// with 64 bytes per lane (the 16-bit default before); "block": block per row (row_reduce.cuh).
-DNNB_REGISTER(register_row_reduce("mean", MeanReducer{}, "warp4", RowReducePlan::warp4));
-DNNB_REGISTER(register_row_reduce("mean", MeanReducer{}, "block", RowReducePlan::block));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

@@ -1,5 +1,5 @@
-// The persistent row pipeline shared by the "pipe" variants of softmax / cross_entropy_bwd
-// (softmax_rows.cuh) and layernorm / rmsnorm (norm_rows.cuh).
+// The persistent row pipeline of the softmax / cross_entropy_bwd (softmax_pipe.cuh) and
+// layernorm / rmsnorm (norm_pipe.cuh) kernels for rows of 1025..8192 columns.
 //
 // Why: the block-per-row register kernels are phase-bound, not DRAM-bound. A block loads its row
 // (all loads in flight), then waits on block reductions and the exp / normalise pass, then
@@ -68,11 +68,13 @@ __device__ __forceinline__ void pipe_copy_row(T* stage, const T* x_row, int t, i
 }
 
 // The launch shape of a pipe kernel: kEpt columns per thread (a block of cols / kEpt threads,
-// at most kThreads for rows of 8192 columns) and the blocks per SM its launch bound asks for
-// (registers <= 64K / (kThreads * kMinBlocks)). More warps per SM hide the block reductions'
-// barriers (Nsight Compute on the H200, 2026-11-21: the 16-bit softmax pipe kernel had no
-// eligible warp in 34% of cycles at 21 warps per SM).
-// kStagesValue: row buffers per block (2 for every op since session 6, see below).
+// at most kThreads for rows of 8192 columns), the blocks per SM its launch bound asks for
+// (registers <= 64K / (kThreads * kMinBlocks)) and kStages row buffers per block. More warps per
+// SM hide the block reductions' barriers (at 21 warps per SM the 16-bit softmax kernel had no
+// eligible warp in a third of its cycles). 16-bit rows at 16 columns per thread run 2-6% faster
+// with 2 stages than with 3; f32 softmax keeps its one block of 512 threads per SM fed with 4
+// stages (3 rows, 96 KB, ahead). Which op and device takes which shape: softmax_plan.h,
+// norm_pipe.cuh.
 template <int kEptValue, int kMinBlocksValue, int kStagesValue = 2>
 struct RowPipeShape {
   static constexpr int kEpt = kEptValue;
@@ -80,16 +82,10 @@ struct RowPipeShape {
   static constexpr int kMinBlocks = kMinBlocksValue;
   static constexpr int kStages = kStagesValue;
 };
-using RowPipe32x3 = RowPipeShape<32, 3>;  // 256 threads, 3 blocks: <= 80 registers
-using RowPipe32x4 = RowPipeShape<32, 4>;  // 256 threads, 4 blocks: <= 64 registers
-using RowPipe16x2 = RowPipeShape<16, 2>;  // 512 threads, 2 blocks: <= 64 registers
-// Stage counts (H200, 2026-11-21, session 6, 16384 x 8192, % of copy in one run): with 16-bit
-// rows at 16 columns per thread, 2 stages beat 3 (softmax f16 88.2 against 83.3, bf16 88.0
-// against 84.6; rmsnorm 85.1 against 83.0 / 81.9; layernorm 87.7 against 82.1 with 3), so every
-// op's default is 2 now; f32 softmax at 16 columns per thread ran at 92.9 with 4 stages (one
-// block of 512 threads per SM: 4 x 32 KB) against 85.7 with the 32-column, 2-stage default.
-using RowPipe16x2s3 = RowPipeShape<16, 2, 3>;
-using RowPipe16x2s4 = RowPipeShape<16, 2, 4>;
+using RowPipe32x3 = RowPipeShape<32, 3>;       // 256 threads, 3 blocks: <= 80 registers
+using RowPipe32x4 = RowPipeShape<32, 4>;       // 256 threads, 4 blocks: <= 64 registers
+using RowPipe16x2 = RowPipeShape<16, 2>;       // 512 threads, 2 blocks: <= 64 registers
+using RowPipe16x2s4 = RowPipeShape<16, 2, 4>;  // 512 threads, 4 stages (f32: 1 block fits)
 inline constexpr int64_t kRowPipeMaxCols = 8192;
 
 // Stage index arithmetic without a modulo: the stage after s.
@@ -128,11 +124,10 @@ inline Result<int> pipe_blocks_per_sm(const CudaDevice& device, const void* kern
   return blocks;
 }
 
-// How launch_persistent_rows launches: `overlap_prior`, a programmatic dependent launch
-// (cuda_common.cuh, wait_for_prior_grid), for a kernel that waits before it reads what the prior
-// kernel wrote; `cooperative`, a cooperative launch, for a kernel whose blocks wait for each other
-// (every block resident at once, or the launch fails with an error instead of hanging).
-enum class PersistentLaunch { plain, overlap_prior, cooperative };
+// How launch_persistent_rows launches: `cooperative`, a cooperative launch, for a kernel whose
+// blocks wait for each other (every block resident at once, or the launch fails with an error
+// instead of hanging).
+enum class PersistentLaunch { plain, cooperative };
 
 // Launches `kernel(a)` as persistent blocks of `block` threads, one row per block at a time:
 // as many blocks per SM as fit with `smem` bytes of dynamic shared memory (pipe_blocks_per_sm),
@@ -158,13 +153,8 @@ Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = device.stream();
   cudaLaunchAttribute attribute{};
-  if (how == PersistentLaunch::overlap_prior) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-  } else {
-    attribute.id = cudaLaunchAttributeCooperative;
-    attribute.val.cooperative = 1;
-  }
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
   DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a));

@@ -6,17 +6,19 @@
 //   combine    associative, commutative, f32
 //   finish(acc, cols)  final value (mean divides, norm2 takes the square root)
 //
-// The default for f16/bf16 with many rows of more than 1024 columns is row_reduce_warp_kernel
-// (a warp per row, measured 2026-11-21 as variant "warp": 88 us against 102 at 16384 x 8192);
-// f32 keeps row_reduce_kernel (123 us, 111% of copy, against 126 for the warp kernel).
-// row_reduce_kernel covers three launch shapes, chosen by the row length:
-//  - warp per row (cols <= 1024): 8 rows per 256-thread block, no shared memory or barrier.
-//  - block per row: 64..512 threads stream the row with kUnroll 16-byte loads in flight each.
-//  - split rows (few long rows, e.g. a 1-D input): `splits` blocks per row each reduce one chunk
-//    to a partial in scratch memory, then a finalize kernel (one warp per row) combines the
-//    partials in a fixed order. Deterministic; no atomics.
-// Bytes moved: the input once plus rows * sizeof(T) (and 8 bytes per partial when split); this
-// is a pure streaming read, expected ~90% of copy bandwidth for rows >= 4K elements.
+// Kernels, chosen by dtype and shape (launch_row_reduce):
+//  - warp per row, any length (row_reduce_warp_kernel): f16/bf16 rows of more than 1024 columns
+//    when there are rows for 32 warps per SM. f32 takes row_reduce_kernel, which already reads at
+//    the device's read rate there (above 100% of copy) and is no slower than the warp kernel.
+//  - row_reduce_kernel, three launch shapes chosen by the row length:
+//    - warp per row (cols <= 1024): 8 rows per 256-thread block, no shared memory or barrier.
+//    - block per row: 64..512 threads stream the row with kReduceUnroll 16-byte loads in flight
+//      each.
+//    - split rows (few long rows, e.g. a 1-D input): `splits` blocks per row each reduce one
+//      chunk to a partial in scratch memory, then a finalize kernel (one warp per row) combines
+//      the partials in a fixed order. Deterministic; no atomics.
+// Bytes moved: the input once plus rows * sizeof(T) (and 4 bytes per partial when split): a pure
+// streaming read.
 #pragma once
 #include <algorithm>
 #include <optional>
@@ -76,24 +78,27 @@ __global__ void __launch_bounds__(512) row_reduce_kernel(ReduceArgs<T> a, R red)
   }
 }
 
-// Warp per row (many rows of more than 1024 columns; the f16/bf16 default): one warp per row
-// for any row length, each lane keeping U raw 16-byte vectors in flight (U = 4, variant "warp4":
-// 64 bytes, 2 KB per warp, 64 KB per SM at the launch bound's 4 blocks = 32 warps; U = 8, the default:
-// 4 KB per warp, 128 KB per SM, as 16-bit rows at U = 4 reach 77% of copy and more bytes in
-// flight per SM is what a read stream needs to approach the 4.54 TB/s read-only rate; the 8
-// raw vectors are 32 registers, within the bound's 64) and looping along the row: the loads
-// stream without block barriers or block launches between
-// rows, and raw vectors (converted at use) cost 4 registers each instead of 8 for 16-bit types.
-// The per-lane order is fixed, then a butterfly: deterministic, though its sums differ from the
-// block kernel's in the last bits (another order).
-inline constexpr int kReduceWarpUnroll = 4;
+// Warp per row (many 16-bit rows of more than 1024 columns): one warp per row for any row
+// length, each lane keeping kReduceWarpUnroll = 8 raw 16-byte vectors in flight (128 bytes, 4 KB
+// per warp, 128 KB per SM at the launch bound's 4 blocks of 8 warps: a read stream needs that
+// many bytes in flight per SM to approach the device's read rate; half of it reached about 77% of
+// copy) and looping along the row: the loads stream without block barriers or block launches
+// between rows, and raw vectors (converted at use) cost 4 registers each instead of 8 for 16-bit
+// types. Whole iterations of a vectorizable row (every lane's 8 vectors inside the row, a
+// warp-uniform test) load without per-vector or per-element checks, which keeps the 8 raw vectors
+// within the launch bound's 64 registers; the rest of the row (less than one iteration) takes the
+// checked loop kReduceWarpCheckedUnroll vectors at a time. Each lane visits its vectors in column
+// order, then a butterfly: deterministic, though its sums differ from the block kernel's in the
+// last bits (another order).
+inline constexpr int kReduceWarpUnroll = 8;
+inline constexpr int kReduceWarpCheckedUnroll = 2;
 inline constexpr int kReduceWarpBlock = 256;
 
-inline constexpr int kReduceWarp8Unroll = 8;
-
-template <typename T, typename R, int U>
+template <typename T, typename R>
 __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(ReduceArgs<T> a, R red) {
   constexpr int W = kVec<T>;
+  constexpr int U = kReduceWarpUnroll;
+  constexpr int UC = kReduceWarpCheckedUnroll;
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (kReduceWarpBlock / 32) + (threadIdx.x >> 5);
   if (row >= a.rows) return;  // whole warps: no shuffle is left waiting
@@ -102,24 +107,16 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
   float acc = red.identity();
   constexpr int64_t kStep = 32 * W;
   int64_t c = static_cast<int64_t>(lane) * W;
-  // U > 4 (the default): whole iterations of a vectorizable row (every lane's U vectors inside the
-  // row, a warp-uniform test) load without per-vector or per-element checks, which keeps the
-  // 8 raw vectors within the launch bound's 64 registers; the rest of the row (less than one
-  // iteration) takes the checked loop below 2 vectors at a time. Each lane still visits its
-  // vectors in column order, so the result equals U = 4's bit for bit.
-  constexpr int UC = U > 4 ? 2 : U;  // vectors per checked iteration
-  if constexpr (U > 4) {
-    if (a.x.vec) {
-      const Vec16<T>* xv = reinterpret_cast<const Vec16<T>*>(xr);  // vec: 16-byte aligned rows
-      for (; c - lane * W + kStep * U <= a.cols; c += kStep * U) {
-        Vec16<T> v[U];
+  if (a.x.vec) {
+    const Vec16<T>* xv = reinterpret_cast<const Vec16<T>*>(xr);  // vec: 16-byte aligned rows
+    for (; c - lane * W + kStep * U <= a.cols; c += kStep * U) {
+      Vec16<T> v[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) v[u] = xv[(c + u * kStep) / W];
+      for (int u = 0; u < U; ++u) v[u] = xv[(c + u * kStep) / W];
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+      for (int u = 0; u < U; ++u)
 #pragma unroll
-          for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(element_float(v[u], k)));
-      }
+        for (int k = 0; k < W; ++k) acc = red.combine(acc, red.pre(element_float(v[u], k)));
     }
   }
   for (; c < a.cols; c += kStep * UC) {
@@ -127,7 +124,7 @@ __global__ void __launch_bounds__(kReduceWarpBlock, 4) row_reduce_warp_kernel(Re
 #pragma unroll
     for (int u = 0; u < UC; ++u)
       if (c + u * kStep < a.cols)
-        load_raw_vec<T, int64_t>(v[u], xr, a.x.ri.col_stride, a.x.vec, c + u * kStep, a.cols);
+        load_raw_vec<T, int64_t>(v[u], xr, a.x.ri.col_stride, a.x.vec, c + u * kStep, a.cols, 0.f);
 #pragma unroll
     for (int u = 0; u < UC; ++u) {
       const int64_t left = a.cols - (c + u * kStep);  // columns from this vector on
@@ -151,19 +148,8 @@ __global__ void __launch_bounds__(32) row_reduce_finalize_kernel(ReduceArgs<T> a
   if (threadIdx.x == 0) a.y[row] = from_float<T>(red.finish(acc, a.cols));
 }
 
-// How rows are placed (the reduction variants).
-enum class RowReducePlan {
-  best,   // the default: f16/bf16 row_reduce_warp_kernel<U = 8> when there are rows for >= 32
-          // warps per SM and more than 1024 columns (measured 2026-11-21 as the variant "warp8":
-          // 65 us, 105% of copy, against 88-101 us for U = 4), else (and f32 always) as block
-  warp4,  // as best with U = 4 (the 16-bit default until 2026-11-21, session 3)
-  block,  // warp per row up to 1024 columns, block per row, or split rows (the default before
-          // 2026-11-21; f32's default still: 121 us, at the read ceiling)
-};
-
 template <typename T, typename R>
-Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor& y, const R& red,
-                         RowReducePlan plan) {
+Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor& y, const R& red) {
   constexpr int W = kVec<T>;
   auto view = make_row_view<T>(x);
   if (!view) return view.status();
@@ -178,20 +164,16 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
                              " is not a contiguous tensor of " + std::to_string(a.rows) + " rows");
   a.splits = 1;
   a.chunk = round_up(std::max<int64_t>(a.cols, 1), W);
-  const bool warp_rows = a.cols > 1024 && a.rows >= 32LL * device.sm_count();
-  const bool warp_plan = plan != RowReducePlan::block && sizeof(T) == 2;
-  if (warp_rows && warp_plan) {
-    a.group = 32;
-    const int64_t warp_grid = ceil_div(a.rows, kReduceWarpBlock / 32);
-    if (warp_grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
-    if (plan == RowReducePlan::best)
-      row_reduce_warp_kernel<T, R, kReduceWarp8Unroll>
+  if constexpr (sizeof(T) == 2) {  // f32 reads at the device's read rate with the block kernel
+    if (a.cols > 1024 && a.rows >= 32LL * device.sm_count()) {
+      a.group = 32;
+      const int64_t warp_grid = ceil_div(a.rows, kReduceWarpBlock / 32);
+      if (warp_grid > INT32_MAX) return Status::unsupported("too many rows for one launch");
+      row_reduce_warp_kernel<T, R>
           <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
-    else
-      row_reduce_warp_kernel<T, R, kReduceWarpUnroll>
-          <<<static_cast<unsigned>(warp_grid), kReduceWarpBlock, 0, device.stream()>>>(a, red);
-    DNNB_CUDA_CHECK_LAUNCH();
-    return Status::ok();
+      DNNB_CUDA_CHECK_LAUNCH();
+      return Status::ok();
+    }
   }
   int block = 256;
   int64_t grid = 0;
@@ -232,9 +214,8 @@ Status launch_row_reduce(const CudaDevice& device, const Tensor& x, const Tensor
 
 // Registers reduction `op_name` (x [..., N] -> y [...]) for f32, f16 and bf16.
 template <typename R>
-bool register_row_reduce(const char* op_name, R red, const char* variant = "",
-                         RowReducePlan plan = RowReducePlan::best) {
-  return register_cuda(op_name, variant, {DType::f32, DType::f16, DType::bf16}, [red, plan](OpCall& call) {
+bool register_row_reduce(const char* op_name, R red) {
+  return register_cuda(op_name, "", "", {DType::f32, DType::f16, DType::bf16}, [red](OpCall& call) {
     auto device = cuda_device_of(call);
     if (!device) return device.status();
     if (call.inputs.size() != 1 || call.outputs.size() != 1)
@@ -242,8 +223,7 @@ bool register_row_reduce(const char* op_name, R red, const char* variant = "",
     DNNB_TRY(expect_tensor(call.inputs[0], call.problem.dtype, "x"));
     DNNB_TRY(expect_tensor(call.outputs[0], call.problem.dtype, "y"));
     return dispatch_float(call.problem.dtype, [&](auto tag) -> Status {
-      return launch_row_reduce<decltype(tag), R>(**device, call.inputs[0], call.outputs[0], red,
-                                                 plan);
+      return launch_row_reduce<decltype(tag), R>(**device, call.inputs[0], call.outputs[0], red);
     });
   });
 }

@@ -1,63 +1,43 @@
-// The row softmax's plans (softmax and cross_entropy_bwd variants) and the launch shape the
-// default plan takes on a given device. Host-only, so the choice is unit-tested on machines
-// without a GPU (tests/test_softmax_plan.cpp); the kernels are in softmax_rows.cuh.
+// Which launch shape softmax_pipe_kernel (softmax_pipe.cuh) takes for a dtype, op and device.
+// Host-only, so the rule is unit-tested on machines without a GPU (tests/test_softmax_plan.cpp).
 #pragma once
 #include <cstddef>
 
 namespace dnnb::cuda_kernels {
 
-// How a launcher places rows (the softmax variants).
-enum class SoftmaxPlan {
-  occ,       // variant "occ" (the default until 2026-11-21, session 3): softmax_regs_occ_kernel for
-             // 1025..8192 columns with the approximate exp for f16/bf16 (expf for f32), else as reg2
-  occ_expf,  // as occ with expf for every dtype (the previous 16-bit numerics)
-  reg2,      // registers up to kMaxRegisterCols (2 rows per SM at 8192 columns), then the long
-             // kernel with the z cache: the default before 2026-11-21
-  smem,      // registers (warp per row) up to 1024 columns, then the long kernel with the z cache
-  two_pass,  // the long kernel without the cache at every size: x read twice
-  pipe,      // the default ("" variant; measured 2026-11-21 as variant "pipe": f32 297 us against
-             // occ's 435, f16/bf16 161-163 against 283-287 at 16384 x 8192): softmax_pipe_kernel
-             // where it applies (persistent blocks, rows prefetched into shared memory with
-             // cp.async), every other shape as occ
-  pipe32,    // as pipe, 32 columns per thread and 3 blocks per SM for every dtype (RowPipe32x3;
-             // the default's shape for every dtype until 2026-11-21, session 4)
-  pipe4,     // as pipe, 4 blocks per SM (RowPipe32x4)
-  pipe16,    // as pipe, 16 columns per thread in blocks of up to 512 (RowPipe16x2)
-  pipe16s3,  // as pipe16 with 3 stages (the 16-bit default until 2026-11-21, session 6)
-  pipe16s4,  // as pipe16 with 4 stages (RowPipe16x2s4: the f32 softmax default since session 6)
+// The pipe kernel's launch shapes (row_pipe.cuh, RowPipeShape): columns per thread, blocks per
+// SM, row stages per block.
+enum class SoftmaxPipeShape {
+  cols16_blocks2,          // RowPipe16x2: 512 threads, 2 blocks per SM, 2 stages
+  cols16_blocks2_stages4,  // RowPipe16x2s4: as above with 4 stages (f32: one block per SM)
+  cols32_blocks3,          // RowPipe32x3: 256 threads, 3 blocks per SM
+  cols32_blocks4,          // RowPipe32x4: 256 threads, 4 blocks per SM
 };
 
-// Whether `plan` runs softmax_pipe_kernel where the rows fit it (the pipe plans; the others never
-// do). cross_entropy_bwd counts its kept rows inside that kernel only (softmax_rows.cuh).
-inline bool is_pipe_plan(SoftmaxPlan plan) {
-  return plan == SoftmaxPlan::pipe || plan == SoftmaxPlan::pipe32 || plan == SoftmaxPlan::pipe4 ||
-         plan == SoftmaxPlan::pipe16 || plan == SoftmaxPlan::pipe16s3 || plan == SoftmaxPlan::pipe16s4;
-}
-
 // Devices whose DRAM is at least this fast (theoretical, 2 x memory clock x bus width) take the
-// launch shapes tuned on the H200 (4.81 TB/s); slower ones take the H100's (3.35 TB/s). On the
-// H200 more resident rows win: the bytes in flight must cover 1.4x the H100's rate with the same
-// SMs. On the H100 fewer, fuller blocks win. bf16 at 16384 x 8192, each pair timed in one run:
-//   softmax            H200 (2026-11-21, session 6): pipe16 142.6 us, pipe32 158.6
-//                      H100 (2026-11-25, session 9): pipe16 208.7 us, pipe4 202.4, pipe32 203.2
-//   cross_entropy_bwd  H200 (session 6): pipe4 150.1 us, pipe32 159.1
-//                      H100 (session 9): pipe4 209.5 us, pipe32 195.1
-// An unknown bandwidth (0) keeps the H200's shapes, the defaults before this rule.
+// 16-bit shapes that suit the H200 (4.8 TB/s); slower ones those that suit the H100 (3.35 TB/s).
+// The H200 moves 1.4 times the H100's bytes with the same SMs, so it needs more bytes in flight,
+// which more resident blocks give; on the H100 fewer, fuller blocks are faster. bf16 at 16384 x
+// 8192: softmax on the H200 takes 142.6 us at 16 columns a thread against 158.6 at 32 with 3
+// blocks an SM; on the H100 16 columns take 208.7 us against 202.4 at 32 with 4 blocks.
+// cross_entropy_bwd (more work per row: the one-hot and the row scale) on the H200 takes 150.1 us
+// at 32 columns with 4 blocks against 159.1 with 3; on the H100 195.1 with 3 against 209.5 with 4.
+// An unknown bandwidth (0) takes the H200's shapes.
 inline constexpr double kRowPipeFastDramBytesPerS = 4.0e12;
 
-// The plan `plan` runs as: every named variant as itself; the default (`pipe`) by element size,
-// whether a target is given (cross_entropy_bwd) and the device's theoretical DRAM bandwidth.
-inline SoftmaxPlan resolve_softmax_plan(SoftmaxPlan plan, size_t element_bytes, bool has_target,
-                                        double dram_bytes_per_s) {
-  if (plan != SoftmaxPlan::pipe) return plan;
+// The shape for rows of `element_bytes` (2 or 4), softmax or cross_entropy_bwd (`has_target`), on
+// a device whose theoretical DRAM bandwidth is `dram_bytes_per_s`. f32 has one shape per op on
+// every device: softmax keeps one block of 512 threads per SM fed by 4 stages, cross_entropy_bwd
+// 3 blocks of 256.
+inline SoftmaxPipeShape softmax_pipe_shape(size_t element_bytes, bool has_target,
+                                           double dram_bytes_per_s) {
   if (element_bytes == 2) {
     const bool fast_dram = dram_bytes_per_s <= 0 || dram_bytes_per_s >= kRowPipeFastDramBytesPerS;
-    if (has_target) return fast_dram ? SoftmaxPlan::pipe4 : SoftmaxPlan::pipe32;
-    return fast_dram ? SoftmaxPlan::pipe16 : SoftmaxPlan::pipe4;
+    if (has_target)
+      return fast_dram ? SoftmaxPipeShape::cols32_blocks4 : SoftmaxPipeShape::cols32_blocks3;
+    return fast_dram ? SoftmaxPipeShape::cols16_blocks2 : SoftmaxPipeShape::cols32_blocks4;
   }
-  // f32: softmax 16 columns a thread with 4 stages (session 6); cross_entropy_bwd the pipe
-  // kernel's own shape (RowPipe32x3). Not re-tuned for slower DRAM: no H100 sweep of f32 yet.
-  return has_target ? SoftmaxPlan::pipe : SoftmaxPlan::pipe16s4;
+  return has_target ? SoftmaxPipeShape::cols32_blocks3 : SoftmaxPipeShape::cols16_blocks2_stages4;
 }
 
 }  // namespace dnnb::cuda_kernels
