@@ -48,6 +48,16 @@ for tier, (rc, wall) in walls.items():
     m = re.search(r"^check: (\d+) passed, (\d+) failed", text, re.M)
     tiers[tier] = {"wall_s": wall, "exit": rc, "passed": int(m.group(1)) if m else None,
                    "failed": int(m.group(2)) if m else None, "per": per}
+    if not per:  # stopped at its cap before the summary: the per-case lines printed so far
+        sums = {}
+        verdicts = re.findall(r"^(\w+)\s+\S+@(\S+)\s+\S+\s+([\d.]+)ms", text, re.M)
+        for verdict, where, ms in verdicts:
+            n, s = sums.get(where, (0, 0.0))
+            sums[where] = (n + 1, s + float(ms) / 1e3)
+        tiers[tier]["per"] = [[w, n, round(s, 1)] for w, (n, s) in sums.items()]
+        tiers[tier]["cases_run"] = len(verdicts)
+        tiers[tier]["passed_so_far"] = sum(v == "PASS" for v, _, _ in verdicts)
+        tiers[tier]["failed_so_far"] = sum(v in ("FAIL", "ERROR", "TIMEOUT") for v, _, _ in verdicts)
 json.dump({"machine": machine, "date": date, "command": "bash ci/gpu/run-h200.sh tiers", "tiers": tiers},
           open(dest, "w"), indent=1)
 EOF
