@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "core/check.h"
@@ -52,6 +53,15 @@ struct HangState {
   std::vector<PlannedCase> plan;
 };
 
+// `base` run by `run` instead, as variant never_returns.
+Implementation& hang_like(HangState& state, const Implementation& base, std::function<Status(OpCall&)> run) {
+  state.hang = base;
+  state.hang.variant = "never_returns";
+  state.hang.when = "test only: does not return until the test releases it";
+  state.hang.run = std::move(run);
+  return state.hang;
+}
+
 std::atomic<bool> g_cpu_release{false};
 std::atomic<bool> g_cpu_returned{false};
 
@@ -62,15 +72,11 @@ TEST(CheckWatchdog, CpuCaseThatNeverReturnsIsTimeoutAndTheRunGoesOn) {
   const PlannedCase* cpu = case_of(all, "reference");
   ASSERT_NE(cpu, nullptr);
 
-  Implementation& hang = state->hang;
-  hang = *cpu->impl;
-  hang.variant = "never_returns";
-  hang.when = "test only: spins until released";
-  hang.run = [](OpCall&) {
+  Implementation& hang = hang_like(*state, *cpu->impl, [](OpCall&) {
     while (!g_cpu_release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     g_cpu_returned = true;
     return Status::ok();
-  };
+  });
   std::vector<PlannedCase>& plan = state->plan;
   plan = {with_implementation(*cpu, hang), *cpu};
   CheckOptions& options = state->options;
@@ -132,11 +138,8 @@ TEST(CheckWatchdog, CudaKernelThatNeverReturnsIsTimeoutAndTheRunGoesOn) {
   const PlannedCase* cpu = case_of(all, "reference");
   ASSERT_NE(cpu, nullptr);
 
-  Implementation& hang = state->hang;
-  hang = *gpu->impl;
-  hang.variant = "never_returns";
-  hang.when = "test only: a kernel that spins until released";
-  hang.run = [](OpCall& call) { return testing::cuda_hang_launch(call.device); };
+  Implementation& hang =
+      hang_like(*state, *gpu->impl, [](OpCall& call) { return testing::cuda_hang_launch(call.device); });
   // The stuck kernel holds the GPU's stream: the next CUDA case is reported not run, and the
   // CPU case after it runs.
   std::vector<PlannedCase>& plan = state->plan;
