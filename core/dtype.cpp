@@ -19,24 +19,23 @@ namespace {
 struct DTypeInfo {
   DType dtype;
   const char* name;              // our name, as in problem strings ("bf16")
-  const char* safetensors_name;  // the safetensors header name (case-sensitive)
   size_t size;                   // bytes per element
   bool floating;
 };
 
 // One row per dtype, in enum order (checked below), so lookups index the table.
 constexpr DTypeInfo kDTypes[] = {
-    {DType::f32, "f32", "F32", 4, true},
-    {DType::f16, "f16", "F16", 2, true},
-    {DType::bf16, "bf16", "BF16", 2, true},
-    {DType::f8_e4m3fn, "f8_e4m3fn", "F8_E4M3", 1, true},
-    {DType::f8_e5m2, "f8_e5m2", "F8_E5M2", 1, true},
-    {DType::i8, "i8", "I8", 1, false},
-    {DType::u8, "u8", "U8", 1, false},
-    {DType::i32, "i32", "I32", 4, false},
-    {DType::i64, "i64", "I64", 8, false},
-    {DType::f64, "f64", "F64", 8, true},
-    {DType::boolean, "bool", "BOOL", 1, false},
+    {DType::f32, "f32", 4, true},
+    {DType::f16, "f16", 2, true},
+    {DType::bf16, "bf16", 2, true},
+    {DType::f8_e4m3fn, "f8_e4m3fn", 1, true},
+    {DType::f8_e5m2, "f8_e5m2", 1, true},
+    {DType::i8, "i8", 1, false},
+    {DType::u8, "u8", 1, false},
+    {DType::i32, "i32", 4, false},
+    {DType::i64, "i64", 8, false},
+    {DType::f64, "f64", 8, true},
+    {DType::boolean, "bool", 1, false},
 };
 
 constexpr bool table_in_enum_order() {
@@ -236,19 +235,11 @@ const std::vector<DType>& all_dtypes() {
 
 size_t dtype_size(DType dtype) { return info(dtype).size; }
 const char* dtype_name(DType dtype) { return info(dtype).name; }
-const char* safetensors_dtype_name(DType dtype) { return info(dtype).safetensors_name; }
 bool is_floating(DType dtype) { return info(dtype).floating; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& row : kDTypes) {
     if (name == row.name) return row.dtype;
-  }
-  return std::nullopt;
-}
-
-std::optional<DType> dtype_from_safetensors(std::string_view name) {
-  for (const auto& row : kDTypes) {
-    if (name == row.safetensors_name) return row.dtype;  // case-sensitive, as the format says
   }
   return std::nullopt;
 }

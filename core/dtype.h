@@ -17,8 +17,6 @@ const std::vector<DType>& all_dtypes();
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);               // "f32", "bf16", "f8_e4m3fn", ...
 std::optional<DType> parse_dtype(std::string_view name);
-const char* safetensors_dtype_name(DType dtype);   // "F32", "BF16", "F8_E4M3", ...
-std::optional<DType> dtype_from_safetensors(std::string_view name);
 bool is_floating(DType dtype);
 
 // Scalar conversions. Encoders round to nearest even; overflow, NaN and Inf follow torch

@@ -112,6 +112,13 @@ SafetensorsDType safetensors_dtype_of(DType dtype) {
   return SafetensorsDType::f32;  // unreachable: every DType has a row above
 }
 
+const char* safetensors_dtype_name(DType dtype) { return safetensors_name(safetensors_dtype_of(dtype)); }
+
+std::optional<DType> dtype_from_safetensors(std::string_view name) {
+  const auto file_dtype = parse_safetensors_name(name);
+  return file_dtype ? compute_dtype_of(*file_dtype) : std::nullopt;
+}
+
 unsigned safetensors_values_per_element(SafetensorsDType dtype) {
   return dtype == SafetensorsDType::c64 ? 2 : 1;
 }

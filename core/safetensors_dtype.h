@@ -42,6 +42,11 @@ unsigned safetensors_bits(SafetensorsDType dtype);
 std::optional<DType> compute_dtype_of(SafetensorsDType dtype);
 // The file dtype a compute tensor is written as.
 SafetensorsDType safetensors_dtype_of(DType dtype);
+// The header name a compute tensor is written with: "F32", "BF16", "F8_E4M3", ...
+const char* safetensors_dtype_name(DType dtype);
+// The compute dtype of a header name (case-sensitive, as the format says); nothing for names
+// that are not dtypes and for file dtypes the suite does not compute in.
+std::optional<DType> dtype_from_safetensors(std::string_view name);
 
 // Decoding for statistics. Values per element: 2 for C64 (real, imaginary), else 1.
 unsigned safetensors_values_per_element(SafetensorsDType dtype);
