@@ -374,12 +374,17 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
   return plan;
 }
 
-CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, const CheckOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+CaseResult result_of(const PlannedCase& pc) {
   CaseResult r;
   r.case_id = pc.id.to_string();
   r.device = pc.device ? pc.device->info().id : "";
   r.source = pc.fixture ? "fixture " + pc.fixture->path : "random seed=" + hex64(pc.id.problem.seed());
+  return r;
+}
+
+CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, const CheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult r = result_of(pc);
   auto finish = [&](Status s) {
     r.status = s.code;
     r.reason = s.message;

@@ -82,6 +82,8 @@ struct CheckSummary {
 // outlive them.
 Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest);
 CaseResult run_case(const PlannedCase& planned, const FixtureManifest& manifest, const CheckOptions& options);
+// A result naming the planned case (id, device, source) and nothing else yet.
+CaseResult result_of(const PlannedCase& planned);
 // Shared with bench: random host inputs of a problem (seeded from it), and device storage for
 // one input laid out as its TensorSpec says (permuted, padded), returned as the logical view.
 Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig);

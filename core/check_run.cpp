@@ -115,9 +115,7 @@ std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const Fix
     const PlannedCase& pc = plan[i];
     CaseResult r;
     if (auto it = busy.find(pc.device); pc.device != nullptr && it != busy.end()) {
-      r.case_id = pc.id.to_string();
-      r.device = pc.device->info().id;
-      r.source = pc.fixture ? "fixture " + pc.fixture->path : "random";
+      r = result_of(pc);
       r.status = StatusCode::skipped;
       r.reason = "not run: " + r.device + " is still running case " + it->second + ", which timed out";
     } else {
@@ -128,9 +126,7 @@ std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const Fix
       } else {
         worker->abandon();  // its thread and state outlive the object; the process ends them
         worker = std::make_unique<CaseWorker>();
-        r.case_id = pc.id.to_string();
-        r.device = pc.device ? pc.device->info().id : "";
-        r.source = pc.fixture ? "fixture " + pc.fixture->path : "random";
+        r = result_of(pc);
         r.status = StatusCode::error;
         r.timed_out = true;
         r.seconds = options.case_timeout_s;

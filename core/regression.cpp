@@ -2,6 +2,8 @@
 // (Markdown, JUnit, JSON) are written by core/cli/cmd_compare.cpp.
 #include "core/regression.h"
 
+#include "core/problem.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -380,8 +382,8 @@ Status apply_rerun(ResultsFile& candidate, const ResultsFile& rerun, bool replac
 
 void drop_alternative_cases(ResultsFile& file) {
   auto alternative = [](const std::string& case_id) {
-    const size_t at = case_id.rfind('@');
-    return at != std::string::npos && case_id.find('/', at) != std::string::npos;
+    auto id = CaseId::parse(case_id);
+    return id && !id->variant.empty();
   };
   if (file.bench) std::erase_if(*file.bench, [&](const BenchEntry& e) { return alternative(e.case_id); });
   if (file.check) std::erase_if(*file.check, [&](const CheckEntry& e) { return alternative(e.case_id); });

@@ -390,5 +390,23 @@ TEST(Regression, MismatchedFilesAreBadInput) {
   EXPECT_NE(none.status().message.find("no bench case in common"), std::string::npos) << none.status().message;
 }
 
+// compare judges the defaults unless --variants all: a case id naming a variant is left out of
+// both sides, whatever the device index; a default's case stays.
+TEST(DropAlternativeCases, KeepsOnlyTheDefaultsCases) {
+  ResultsFile file;
+  file.bench = std::vector<BenchEntry>(3);
+  (*file.bench)[0].case_id = "softmax:bf16:16384x8192@cuda:0";
+  (*file.bench)[1].case_id = "softmax:bf16:16384x8192@cuda/expf:0";
+  (*file.bench)[2].case_id = "softmax:bf16:7x33:fixture=odd,mask=7x33@opencl/portable_math:1.0";
+  file.check = std::vector<CheckEntry>(2);
+  (*file.check)[0].case_id = "relu:f32:4x64:fixture=basic@reference";
+  (*file.check)[1].case_id = "gelu:bf16:64x4096@avx512/math";
+  drop_alternative_cases(file);
+  ASSERT_EQ(file.bench->size(), 1u);
+  EXPECT_EQ((*file.bench)[0].case_id, "softmax:bf16:16384x8192@cuda:0");
+  ASSERT_EQ(file.check->size(), 1u);
+  EXPECT_EQ((*file.check)[0].case_id, "relu:f32:4x64:fixture=basic@reference");
+}
+
 }  // namespace
 }  // namespace dnnb

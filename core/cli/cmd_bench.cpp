@@ -117,14 +117,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "Time implementations against the device's roofline (Google Benchmark, device timers)");
   cmd->add_option("--op", o.op_glob, "Op name or glob");
   cmd->add_option("--backend", o.backend, "Backend, backend/variant, or a comma-separated list of them");
-  cmd->add_option_function<std::string>(
-         "--variants",
-         [&o](const std::string& v) {
-           if (v != "defaults" && v != "all") throw CLI::ValidationError("--variants", "'" + v + "' is not 'defaults' or 'all'");
-           o.all_variants = v == "all";
-         },
-         "defaults (default): each backend's default implementation; all: the alternatives too")
-      ->type_name("defaults|all");
+  add_variants_option(cmd, o.all_variants, "time each backend's default implementation");
   cmd->add_option("--dtype", o.dtype, "f32, f16, bf16");
   cmd->add_option("--device", o.devices, "Device id (repeatable; default: the first device of each backend's kind)");
   cmd->add_option("--size", o.size, "shape[:params], e.g. 16384x8192 (default: the spec's bench problems)");

@@ -31,7 +31,7 @@ std::string format_output(const OutputResult& o) {
 
 struct CheckArgs {
   CheckOptions options;
-  std::string tier = "ci", variants = "defaults";
+  std::string tier = "ci";
   std::string json_path, junit_path;
   bool verbose = false;
   bool no_random = false, no_fixtures = false;
@@ -53,11 +53,6 @@ int run_check_command(CheckArgs& args) {
     return 2;
   }
   args.options.tier = *tier;
-  if (args.variants != "defaults" && args.variants != "all") {
-    std::fprintf(stderr, "dnnblocks check: --variants: '%s' is not 'defaults' or 'all'\n", args.variants.c_str());
-    return 2;
-  }
-  args.options.all_variants = args.variants == "all";
   if (!(args.options.case_timeout_s >= 0)) {
     std::fprintf(stderr, "dnnblocks check: --case-timeout: %g is not a number of seconds >= 0\n", args.options.case_timeout_s);
     return 2;
@@ -101,7 +96,8 @@ int run_check_command(CheckArgs& args) {
   if (tty) std::fprintf(stderr, "\r\033[K");
   for (const auto& [what, count] : folded_skips) std::printf("%s (%d cases; --verbose lists them)\n", what.c_str(), count);
 
-  std::printf("\ntime per implementation and device (tier %s, variants %s):\n", args.tier.c_str(), args.variants.c_str());
+  std::printf("\ntime per implementation and device (tier %s, variants %s):\n", args.tier.c_str(),
+              args.options.all_variants || args.options.tier == CheckTier::full ? "all" : "defaults");
   for (const auto& t : times) std::printf("  %-32s %6d cases %9.2f s\n", t.where.c_str(), t.cases, t.seconds);
   std::printf("  %-32s %6zu cases %9.2f s wall\n", "all", results.size(), wall);
   CheckSummary s = summarize(results);
@@ -153,9 +149,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tier", args->tier,
                   "smoke: one fixture per op and dtype; ci (default): every fixture and the random problems; "
                   "full: also the bench problems and every variant");
-  cmd->add_option("--variants", args->variants,
-                  "defaults (default): each backend's default implementation; all: the alternatives too "
-                  "(a variant named in --backend B/V always runs)");
+  add_variants_option(cmd, args->options.all_variants,
+                      "check each backend's default implementation (a variant named in --backend B/V always runs)");
   cmd->add_option("--case-timeout", args->options.case_timeout_s,
                   "Seconds a case may take before it is reported TIMEOUT and the run goes on (0: no limit; default 600)");
   cmd->add_flag("--bitwise", args->options.bitwise, "Run each case twice and require identical bits");

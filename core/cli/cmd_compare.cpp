@@ -214,7 +214,7 @@ struct CompareArgs {
   bool ambiguous_fails = false;
   int top = 20;
   std::string noise_measure = "robust";
-  std::string variants = "defaults";
+  bool all_variants = false;
 };
 
 // Writes `text` to `path`; false (with the message) when it cannot.
@@ -241,11 +241,7 @@ int run_compare_command(CompareArgs& args) {
     std::fprintf(stderr, "dnnblocks compare: CANDIDATE %s\n", candidate.status().message.c_str());
     return 2;
   }
-  if (args.variants != "all" && args.variants != "defaults") {
-    std::fprintf(stderr, "dnnblocks compare: --variants: '%s' is not 'defaults' or 'all'\n", args.variants.c_str());
-    return 2;
-  }
-  if (args.variants == "defaults") {
+  if (!args.all_variants) {
     drop_alternative_cases(*base);
     drop_alternative_cases(*candidate);
   }
@@ -306,8 +302,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare two bench, check or baseline files: exit 1 on a regression");
   cmd->add_option("BASE", args->base_path, "Base results: bench, check or baseline JSON")->required();
   cmd->add_option("CANDIDATE", args->candidate_path, "Candidate results: bench, check or baseline JSON")->required();
-  cmd->add_option("--variants", args->variants,
-                  "defaults (default): compare the default implementations' cases; all: the alternatives' too");
+  add_variants_option(cmd, args->all_variants, "compare the default implementations' cases");
   cmd->add_option("--threshold", args->options.threshold_pct, "Slowdown in percent below which nothing is a regression (default 5)");
   cmd->add_option("--noise-multiple", args->options.noise_multiple, "The threshold is at least this times the runs' cv (default 3)");
   cmd->add_option("--alpha", args->options.alpha, "Significance of the Mann-Whitney U test (default 0.05)");

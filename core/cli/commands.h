@@ -14,4 +14,15 @@ void add_roofline_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
 
+// `--variants defaults|all` of check, bench and compare: sets `all_variants` for "all"; any
+// other value is a parse error (exit 2). `what` says what the defaults are for this command.
+inline CLI::Option* add_variants_option(CLI::App* cmd, bool& all_variants, const std::string& what) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--variants", [&all_variants](const std::string& v) { all_variants = v == "all"; },
+          "defaults (default): " + what + "; all: the alternatives too")
+      ->check(CLI::IsMember({"defaults", "all"}))
+      ->type_name("defaults|all");
+}
+
 }  // namespace dnnb::cli
