@@ -53,13 +53,12 @@ def large_table(results, device, anchors):
     for r in sorted(rows, key=lambda r: (r["backend"], r["op"], r["dtype"], r["params"])):
         pct = f"{100 * r['bytes_per_s'] / copy:.1f}%" if copy else "-"
         sol = r.get("roofline", {}).get("sol_percent")
+        sol_text = f"{sol:.1f}%" if sol is not None else "-"
         t = anchors.get((r["op"], r["dtype"], r["shape"])) if r["params"] in ("", "form=torch") else None
         torch_us = f"{t * 1e6:.1f}" if t else "-"
         ratio = f"{t / r['median_s']:.2f}x" if t else "-"
         out.append(f"| {r['backend']} | {r['op']} | {r['dtype']} | {r['params'] or '-'} | {fmt_us(r['median_s'])} | {pct} | "
-                   f"{sol:.1f}% | {torch_us} | {ratio} |" if sol is not None else
-                   f"| {r['backend']} | {r['op']} | {r['dtype']} | {r['params'] or '-'} | {fmt_us(r['median_s'])} | {pct} | - | "
-                   f"{torch_us} | {ratio} |")
+                   f"{sol_text} | {torch_us} | {ratio} |")
     return out
 
 
@@ -70,8 +69,7 @@ def small_table(results, device):
     out = ["| case | median us | x empty launch |", "|---|---:|---:|"]
     for r in sorted(rows, key=lambda r: (r["op"], r["dtype"], r["shape"], r["backend"])):
         x = (r.get("launch") or {}).get("x_empty")
-        out.append(f"| `{r['case_id']}` | {fmt_us(r['median_s'])} | {x:.1f} |" if x else
-                   f"| `{r['case_id']}` | {fmt_us(r['median_s'])} | - |")
+        out.append(f"| `{r['case_id']}` | {fmt_us(r['median_s'])} | {f'{x:.1f}' if x else '-'} |")
     return out
 
 
@@ -124,8 +122,9 @@ def main():
       "each figure is the median of the repetitions (docs/bench.md), with inputs rotated through enough buffer sets "
       "that each launch reads DRAM, not cache (a case whose working set cannot be rotated past the cache is flagged).")
     p("- Bytes are the minimal bytes: every input read once, every output written once. `% of copy` is the case's "
-      "bandwidth over the device's measured copy stream; `% of roofline` is against the bound of the memory level "
-      "its working set lives in and the compute roof of its unit (docs/report.md).")
+      "bandwidth over the device's measured copy stream; `% of roofline` is bench's speed of light, against the "
+      "DRAM roof and the compute roof of its unit: every case in the tables below is far larger than the caches "
+      "(the report judges the small ones against their own memory level, docs/report.md).")
     p("- PyTorch's times (`torch us`) come from `ci/gpu/torch_anchors.py` on the same GPU in the same call "
       f"(PyTorch {torch.get('torch_version', '?')}); `torch / ours` above 1 means ours is faster.\n")
     if tiers:
