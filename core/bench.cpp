@@ -83,9 +83,10 @@ struct PlannedBench {
 };
 
 // rows 1, 4, 16, ... up to the problem's rows (always including it), same columns/params.
-std::vector<std::string> sweep_sizes(const std::vector<std::string>& bench_problems) {
-  std::vector<std::string> out;
-  for (const auto& text : bench_problems) {
+std::vector<ProblemText> sweep_sizes(const std::vector<ProblemText>& bench_problems) {
+  std::vector<ProblemText> out;
+  for (const auto& problem : bench_problems) {
+    const std::string& text = problem.text;
     const auto colon = text.find(':');
     auto shape = parse_shape(text.substr(0, colon));
     if (!shape || shape->size() < 2) continue;
@@ -93,14 +94,13 @@ std::vector<std::string> sweep_sizes(const std::vector<std::string>& bench_probl
     for (int64_t rows = 1;; rows *= 4) {
       Shape s = *shape;
       s[0] = std::min(rows, (*shape)[0]);
-      out.push_back(shape_to_string(s) + rest);
+      const std::string size = shape_to_string(s) + rest;
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const ProblemText& p) { return p.text == size; });
+      if (!seen) out.push_back(ProblemText(size, problem.only));
       if (rows >= (*shape)[0]) break;
     }
   }
-  std::vector<std::string> unique;
-  for (auto& s : out)
-    if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
-  return unique;
+  return out;
 }
 
 Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
@@ -175,15 +175,17 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
   }
   bool any_op = false;
   for (const auto& spec : reg.ops()) {
-    if (fnmatch(options.op_glob.c_str(), spec.name.c_str(), 0) != 0) continue;
+    if (!op_selected(options.op_glob, spec.name)) continue;
     any_op = true;
-    std::vector<std::string> sizes = options.size.empty() ? spec.bench_problems : std::vector<std::string>{options.size};
+    std::vector<ProblemText> sizes = options.size.empty() ? spec.bench_problems : std::vector<ProblemText>{options.size};
     if (options.sweep) sizes = sweep_sizes(sizes);
     for (DType d : spec.dtypes) {
       if (dtype && d != *dtype) continue;
       for (const auto& size : sizes) {
-        auto problem = Problem::parse(spec.name + ":" + dtype_name(d) + ":" + size);
-        if (!problem) return Status::bad_input("--size '" + size + "': " + problem.status().message);
+        auto at = problem_at(spec, size, d);
+        if (!at) return Status::bad_input("--size '" + size.text + "': " + at.status().message);
+        if (!*at) continue;
+        const Problem* problem = &**at;
         for (const Implementation* impl : reg.implementations_of(spec.name)) {
           if (!selected(*impl)) continue;
           if (std::find(impl->dtypes.begin(), impl->dtypes.end(), d) == impl->dtypes.end()) continue;

@@ -125,8 +125,11 @@ Result<std::unique_ptr<PreparedCase>> PreparedCase::prepare(const OpSpec& spec, 
 
   std::unique_ptr<PreparedCase> prepared(new PreparedCase(impl, device));
   prepared->problem_ = problem;
+  // One scratch buffer serves every set: launches run one after another.
+  auto workspace = make_workspace(impl, problem, device);
+  if (!workspace) return workspace.status();
   for (int s = 0; s < sets; ++s) {
-    OpCall call{prepared->problem_, device, {}, {}};
+    OpCall call{prepared->problem_, device, {}, {}, *workspace};
     for (size_t i = 0; i < sig->inputs.size(); ++i) {
       auto t = make_device_input(device, sig->inputs[i]);
       if (!t) return t.status();

@@ -77,6 +77,36 @@ double rms_of(const Tensor& f64) {
   return n ? std::sqrt(s / n) : 0;
 }
 
+// dot_product ops: for each output, the rms of its elements' magnitude sums |a||b|, from the
+// reference run on the inputs' absolute values.
+Result<std::vector<double>> magnitude_rms(const OpSpec& spec, const Problem& problem, const std::vector<Tensor>& inputs) {
+  HostDevice& host = scratch_host();
+  std::vector<Tensor> absolute;
+  for (const Tensor& in : inputs) {
+    if (!is_floating(in.dtype)) {
+      absolute.push_back(in);
+      continue;
+    }
+    auto t = empty_tensor(host, DType::f64, in.shape);
+    if (!t) return t.status();
+    auto* d = static_cast<double*>(t->host_data());
+    for (int64_t i = 0; i < in.numel(); ++i) d[i] = std::fabs(load_element(in.host_data(), in.dtype, i));
+    absolute.push_back(*t);
+  }
+  auto sig = spec.signature(problem);
+  if (!sig) return sig.status();
+  std::vector<Tensor> sums;
+  for (const auto& out : sig->outputs) {
+    auto t = empty_tensor(host, DType::f64, out.shape);
+    if (!t) return t.status();
+    sums.push_back(*t);
+  }
+  DNNB_TRY(spec.reference(problem, absolute, sums));
+  std::vector<double> rms;
+  for (const Tensor& t : sums) rms.push_back(rms_of(t));
+  return rms;
+}
+
 }  // namespace
 
 // Device storage for one input: permuted and/or row-padded as the spec asks, returned as the
@@ -103,6 +133,14 @@ Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec) 
   std::vector<int> inverse(n);
   for (int i = 0; i < n; ++i) inverse[order[i]] = i;
   return view.permute(inverse);
+}
+
+Result<Tensor> make_workspace(const Implementation& impl, const Problem& problem, DeviceRuntime& device) {
+  if (!impl.workspace_bytes) return Tensor{};
+  auto bytes = impl.workspace_bytes(problem, device);
+  if (!bytes) return bytes.status();
+  if (*bytes == 0) return Tensor{};
+  return empty_tensor(device, DType::u8, {static_cast<int64_t>(*bytes)});
 }
 
 Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig) {
@@ -316,7 +354,7 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
   const bool all_variants = options.all_variants || options.tier == CheckTier::full;
   bool any_op = false;
   for (const auto& spec : reg.ops()) {
-    if (!glob_match(options.op_glob, spec.name)) continue;
+    if (!op_selected(options.op_glob, spec.name)) continue;
     any_op = true;
     for (const Implementation* impl : reg.implementations_of(spec.name)) {
       if (!backend_filter.empty() && impl->backend != backend_filter) continue;
@@ -350,13 +388,22 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
             for (const FixtureEntry* e : entries) add(*Problem::parse(e->problem), e);
           }
           if (options.random && impl->backend != "reference" && options.tier != CheckTier::smoke) {
-            std::vector<std::string> problems = spec.check_problems;
+            std::vector<ProblemText> problems = spec.check_problems;
             if (options.tier == CheckTier::full)
               problems.insert(problems.end(), spec.bench_problems.begin(), spec.bench_problems.end());
             for (const auto& text : problems) {
-              auto p = Problem::parse(spec.name + ":" + dtype_name(dtype) + ":" + text);
-              if (!p) return Status::bad_input("op " + spec.name + ": check problem '" + text + "': " + p.status().message);
-              add(*p, nullptr);
+              auto p = problem_at(spec, text, dtype);
+              if (!p) return p.status();
+              if (!*p) continue;
+              // The expected values come from the float64 reference on the host: a problem too
+              // large for it is listed as skipped, with the reason.
+              const bool too_large = spec.flops && spec.flops(**p) > kReferenceMaxFlops;
+              add(std::move(**p), nullptr);
+              if (too_large) {
+                plan.back().device = nullptr;
+                plan.back().skip_reason = "not checked: the float64 reference is not run above " +
+                                          reference_limit_text() + " FLOP (docs/ops-family2.md)";
+              }
             }
           }
         }
@@ -403,7 +450,9 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
   if (!loaded.is_ok()) return finish(loaded);
 
   DeviceRuntime& device = *pc.device;
-  OpCall call{problem, device, {}, {}};
+  auto workspace = make_workspace(*pc.impl, problem, device);
+  if (!workspace) return finish(workspace.status());
+  OpCall call{problem, device, {}, {}, *workspace};
   for (size_t i = 0; i < sig->inputs.size(); ++i) {
     auto t = make_device_input(device, sig->inputs[i]);
     if (!t) return finish(t.status());
@@ -448,6 +497,15 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     }
   }
 
+  std::vector<double> magnitudes;
+  const bool dot_product = pc.spec->tolerance == ToleranceClass::dot_product;
+  if (dot_product) {
+    if (!pc.spec->dot_product_error)
+      return finish(Status::error("op " + pc.spec->name + " is a dot_product op without dot_product_error"));
+    auto m = magnitude_rms(*pc.spec, problem, data.inputs);
+    if (!m) return finish(m.status());
+    magnitudes = std::move(*m);
+  }
   Status verdict = Status::ok();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorSpec& spec = sig->outputs[i];
@@ -456,7 +514,8 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     std::memcpy(host->host_data(), first_bodies[i].data(), first_bodies[i].size());
     OutputResult o;
     o.name = spec.name;
-    o.tolerance = tolerance_for(pc.spec->tolerance, spec.dtype, rms_of(data.expected[i]));
+    o.tolerance = dot_product ? dot_product_tolerance(spec.dtype, pc.spec->dot_product_error(problem, i), magnitudes[i])
+                              : tolerance_for(pc.spec->tolerance, spec.dtype, rms_of(data.expected[i]));
     o.ours = compare_outputs(*host, data.expected[i], o.tolerance);
     std::string why;
     bool pass = metrics_pass(o.ours, &why);

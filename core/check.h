@@ -36,6 +36,9 @@ struct CheckOptions {
   bool bitwise = false;        // run twice, require identical bits
   bool fixtures = true;        // include fixture cases
   bool random = true;          // include random cases (non-reference backends)
+  // One case at a time in plan order; by default each device runs its cases on its own
+  // thread, side by side with the other devices.
+  bool serial = false;
 };
 
 struct PlannedCase {
@@ -88,15 +91,20 @@ CaseResult result_of(const PlannedCase& planned);
 // one input laid out as its TensorSpec says (permuted, padded), returned as the logical view.
 Result<std::vector<Tensor>> make_random_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig);
 Result<Tensor> make_device_input(DeviceRuntime& device, const TensorSpec& spec);
+// The implementation's scratch memory for a problem on `device` (a u8 tensor), or an empty
+// tensor when it asks for none.
+Result<Tensor> make_workspace(const Implementation& impl, const Problem& problem, DeviceRuntime& device);
 
-// Runs the plan in order, each case on a worker thread watched by the calling one: a case that
+// Runs the plan, each device's cases in plan order on their own worker thread (devices side by
+// side, unless options.serial), each case watched: a case that
 // does not return within options.case_timeout_s is reported TIMEOUT with its repro line and the
 // run goes on with the next case on a fresh worker. The stuck worker cannot be stopped: it is
 // left running, and `abandoned_case_workers()` counts such workers so that the CLI can end the
 // process without waiting for them (a hung GPU kernel ends with the process). A device other
 // than the host CPU that timed out is still busy with the stuck kernel, so its later cases are
 // reported SKIP with that reason instead of each waiting out the limit.
-// `on_result` sees each result as it is made (progress, printing).
+// `on_result` sees each result as it is made (progress, printing), one call at a time; results
+// come back in plan order.
 std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
                                  const CheckOptions& options,
                                  const std::function<void(size_t index, const CaseResult&)>& on_result = {});

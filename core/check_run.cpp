@@ -103,15 +103,16 @@ std::string seconds_text(double s) {
 
 int abandoned_case_workers() { return g_abandoned_workers.load(); }
 
-std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
-                                 const CheckOptions& options,
-                                 const std::function<void(size_t, const CaseResult&)>& on_result) {
-  std::vector<CaseResult> results;
-  results.reserve(plan.size());
+namespace {
+
+// The cases of one device (or the cases with no device), in plan order, on their own worker.
+void run_cases(const std::vector<size_t>& indices, const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
+               const CheckOptions& options, std::vector<CaseResult>& results,
+               const std::function<void(size_t, CaseResult&)>& report) {
   auto worker = std::make_unique<CaseWorker>();
   // Devices still busy with a case that timed out: device -> that case's id.
   std::map<const DeviceRuntime*, std::string> busy;
-  for (size_t i = 0; i < plan.size(); ++i) {
+  for (size_t i : indices) {
     const PlannedCase& pc = plan[i];
     CaseResult r;
     if (auto it = busy.find(pc.device); pc.device != nullptr && it != busy.end()) {
@@ -137,9 +138,44 @@ std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const Fix
         if (pc.device != nullptr && pc.device->info().kind != DeviceKind::cpu) busy[pc.device] = r.case_id;
       }
     }
-    if (on_result) on_result(i, r);
-    results.push_back(std::move(r));
+    report(i, r);
   }
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
+                                 const CheckOptions& options,
+                                 const std::function<void(size_t, const CaseResult&)>& on_result) {
+  std::vector<CaseResult> results(plan.size());
+  std::mutex report_mutex;
+  auto report = [&](size_t i, CaseResult& r) {
+    std::lock_guard<std::mutex> lock(report_mutex);
+    if (on_result) on_result(i, r);
+    results[i] = std::move(r);
+  };
+  // One group per device, in the order each first appears; cases without a device (skipped)
+  // join the first group.
+  std::vector<const DeviceRuntime*> order;
+  std::map<const DeviceRuntime*, std::vector<size_t>> groups;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const DeviceRuntime* key = options.serial ? nullptr : plan[i].device;
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(i);
+  }
+  if (order.size() <= 1) {
+    std::vector<size_t> all(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) all[i] = i;
+    run_cases(all, plan, manifest, options, results, report);
+    return results;
+  }
+  // Devices run side by side, each its cases in plan order: a GPU, an OpenCL platform and the
+  // host CPU do not wait for one another (the CPU backends share the cpu device, so they stay
+  // one after another).
+  std::vector<std::thread> threads;
+  for (const DeviceRuntime* key : order)
+    threads.emplace_back([&, key] { run_cases(groups[key], plan, manifest, options, results, report); });
+  for (auto& t : threads) t.join();
   return results;
 }
 

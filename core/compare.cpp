@@ -1,5 +1,6 @@
 #include "core/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,7 @@ double rtol_ulps(ToleranceClass c, DType dtype) {
     case ToleranceClass::reduction: return f32 ? 64 : 1;
     case ToleranceClass::normalization: return f32 ? 64 : 2;
     case ToleranceClass::loss: return f32 ? 64 : 2;
+    case ToleranceClass::dot_product: return 1;  // not used: dot_product_tolerance
   }
   return 1;
 }
@@ -93,6 +95,20 @@ Tolerance tolerance_for(ToleranceClass c, DType dtype, double expected_rms) {
   if (c == ToleranceClass::selection) return t;
   t.atol = c == ToleranceClass::exact ? smallest_subnormal(dtype) : t.rtol * expected_rms;
   if (t.atol < smallest_subnormal(dtype)) t.atol = smallest_subnormal(dtype);
+  return t;
+}
+
+Tolerance dot_product_tolerance(DType output, const DotProductError& error, double magnitude_rms) {
+  // lambda: the probabilistic bound's constant, chosen so that the largest error over an output
+  // of up to 10^8 elements stays inside it, with room for accumulators that truncate instead of
+  // rounding (tensor cores) on the first few thousand products.
+  constexpr double kLambda = 8;
+  constexpr double kF32UnitRoundoff = 0x1p-24;
+  Tolerance t;
+  t.rtol = dtype_epsilon(output);
+  const double k = static_cast<double>(std::max<int64_t>(error.length, 1));
+  t.atol = kLambda * (std::sqrt(k) * kF32UnitRoundoff + 2 * error.input_unit_roundoff) * magnitude_rms;
+  if (t.atol < smallest_subnormal(output)) t.atol = smallest_subnormal(output);
   return t;
 }
 

@@ -21,6 +21,13 @@ struct Tolerance {
 Tolerance tolerance_for(ToleranceClass c, DType dtype, double expected_rms);
 double dtype_epsilon(DType dtype);  // distance from 1 to the next value
 
+// A dot_product output (docs/conformance.md, "Sums of products"): each element sums K products
+// in f32, whose rounding error in any order is bounded with high probability by
+// lambda * sqrt(K) * u * sum|a||b| (Higham and Mary, SIAM J. Sci. Comput. 2019), u = 2^-24;
+// inputs rounded inside the kernel (tf32) add 2 * u_in * sum|a||b|. `magnitude_rms` is the rms
+// over the output of sum|a||b|; rtol is the output dtype's own rounding (one ulp).
+Tolerance dot_product_tolerance(DType output, const DotProductError& error, double magnitude_rms);
+
 struct Metrics {
   int64_t count = 0;
   double max_abs = 0;

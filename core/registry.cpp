@@ -1,6 +1,9 @@
 #include "core/registry.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <fnmatch.h>
+#include <numeric>
 
 namespace dnnb {
 
@@ -12,6 +15,7 @@ const char* to_string(ToleranceClass c) {
     case ToleranceClass::reduction: return "reduction";
     case ToleranceClass::normalization: return "normalization";
     case ToleranceClass::loss: return "loss";
+    case ToleranceClass::dot_product: return "dot_product";
   }
   return "?";
 }
@@ -21,11 +25,70 @@ Registry& Registry::instance() {
   return registry;
 }
 
+Status apply_operand_params(const Problem& problem, Signature& sig) {
+  for (const auto& [key, value] : problem.params) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) continue;
+    const std::string name = key.substr(0, dot), attr = key.substr(dot + 1);
+    TensorSpec* operand = nullptr;
+    bool is_output = false;
+    for (auto* list : {&sig.inputs, &sig.outputs})
+      for (auto& t : *list)
+        if (t.name == name) {
+          operand = &t;
+          is_output = list == &sig.outputs;
+        }
+    std::string names;
+    for (auto* list : {&sig.inputs, &sig.outputs})
+      for (auto& t : *list) names += (names.empty() ? "" : ", ") + t.name;
+    if (!operand)
+      return Status::bad_input(problem.op + ": parameter '" + key + "' names no operand (operands: " + names + ")");
+    if (attr == "dt") {
+      auto dtype = parse_dtype(value);
+      if (!dtype) return Status::bad_input(problem.op + ": parameter " + key + "=" + value + ": unknown dtype");
+      const auto& choices = operand->dtype_choices;
+      if (*dtype != operand->dtype && std::find(choices.begin(), choices.end(), *dtype) == choices.end()) {
+        std::string allowed = dtype_name(operand->dtype);
+        for (DType d : choices) allowed += std::string(", ") + dtype_name(d);
+        return Status::bad_input(problem.op + ": parameter " + key + "=" + value + ": operand " + name + " of a " +
+                                 dtype_name(problem.dtype) + " problem takes " + allowed);
+      }
+      operand->dtype = *dtype;
+    } else if (attr == "layout") {
+      const int n = static_cast<int>(operand->shape.size());
+      if (value == "padded") {
+        operand->row_padding = 3;
+      } else if (value == "transposed" && n >= 2) {
+        operand->storage_order.resize(n);
+        std::iota(operand->storage_order.begin(), operand->storage_order.end(), 0);
+        std::swap(operand->storage_order[n - 1], operand->storage_order[n - 2]);
+      } else {
+        return Status::bad_input(problem.op + ": parameter " + key + "=" + value +
+                                 (value == "transposed" ? ": operand " + name + " has fewer than 2 dims"
+                                                        : ": a layout is transposed or padded"));
+      }
+      if (is_output)
+        return Status::bad_input(problem.op + ": parameter " + key + ": outputs are written contiguous");
+    } else {
+      return Status::bad_input(problem.op + ": parameter '" + key + "': an operand parameter is <operand>.dt or <operand>.layout");
+    }
+  }
+  return Status::ok();
+}
+
 bool Registry::add_op(OpSpec spec) {
   if (find_op(spec.name) != nullptr) {
     std::fprintf(stderr, "dnnblocks: op '%s' registered twice; keeping the first\n", spec.name.c_str());
     return false;
   }
+  // Every op's operands take `<operand>.dt` and `<operand>.layout` the same way.
+  if (spec.signature)
+    spec.signature = [inner = std::move(spec.signature)](const Problem& problem) -> Result<Signature> {
+      auto sig = inner(problem);
+      if (!sig) return sig;
+      DNNB_TRY(apply_operand_params(problem, *sig));
+      return sig;
+    };
   ops_.push_back(std::move(spec));
   return true;
 }
@@ -63,6 +126,7 @@ const Implementation* Registry::find_implementation(const std::string& op, const
 Result<double> minimal_bytes(const OpSpec& spec, const Problem& problem) {
   auto sig = spec.signature(problem);
   if (!sig) return sig.status();
+  if (spec.bytes) return spec.bytes(problem);
   double bytes = 0;
   for (const auto& t : sig->inputs) bytes += static_cast<double>(shape_numel(t.shape)) * dtype_size(t.dtype);
   for (const auto& t : sig->outputs) bytes += static_cast<double>(shape_numel(t.shape)) * dtype_size(t.dtype);

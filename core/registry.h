@@ -3,6 +3,7 @@
 // adding an op is one spec + reference, one kernel file per backend; no central switch.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct TensorSpec {
   // `row_padding` elements, then hands the kernel the logical view.
   std::vector<int> storage_order;
   int64_t row_padding = 0;
+  // Dtypes a problem may give this operand through the param `<name>.dt=` (e.g. `y.dt=f32` for
+  // a bf16 product with an f32 output); empty = it always has the dtype the op gave it.
+  std::vector<DType> dtype_choices;
 };
 
 struct Signature {
@@ -35,6 +39,9 @@ struct OpCall {
   DeviceRuntime& device;
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
+  // Scratch memory on the device, Implementation::workspace_bytes long (a u8 tensor), allocated
+  // before any timing and kept across the launches of one case; no buffer when none was asked.
+  Tensor workspace;
 };
 
 // Tolerance classes; thresholds and their reasons live in core/tolerance.cpp and
@@ -46,6 +53,26 @@ enum class ToleranceClass {
   reduction,    // sums over a row
   normalization,// mean/variance then scale (layernorm, rmsnorm, softmax)
   loss,         // cross-entropy and its gradient
+  dot_product,  // sums of K products (matmul, linear, dot): a bound growing with K, see below
+};
+
+// How an output of a dot_product op is formed, for its tolerance (core/compare.h,
+// docs/conformance.md): each element sums `length` products accumulated in f32; inputs the
+// kernel may round first (tf32) add `input_unit_roundoff` per product.
+struct DotProductError {
+  int64_t length = 0;
+  double input_unit_roundoff = 0;
+};
+
+// A problem of an op spec: "shape[:params]", run at every dtype of the op unless `only` lists
+// the dtypes it applies to (a tf32 product is an f32 problem).
+struct ProblemText {
+  std::string text;
+  std::vector<DType> only;
+  ProblemText(const char* t) : text(t) {}
+  ProblemText(std::string t) : text(std::move(t)) {}
+  ProblemText(std::string t, std::vector<DType> dtypes) : text(std::move(t)), only(std::move(dtypes)) {}
+  bool applies_to(DType dtype) const;
 };
 const char* to_string(ToleranceClass c);
 
@@ -57,11 +84,17 @@ struct OpSpec {
   ToleranceClass tolerance = ToleranceClass::elementwise;
   // Problems checked against the reference on fresh random inputs and benchmarked;
   // each is "shape[:params]" and runs at every dtype above.
-  std::vector<std::string> check_problems;
-  std::vector<std::string> bench_problems;
+  std::vector<ProblemText> check_problems;
+  std::vector<ProblemText> bench_problems;
 
   std::function<Result<Signature>(const Problem&)> signature;
+  // dot_product ops: how output `index` of a problem is formed. The checker also runs the
+  // reference on the inputs' absolute values to get each output's magnitude sum |a||b|.
+  std::function<DotProductError(const Problem&, size_t index)> dot_product_error;
   std::function<double(const Problem&)> flops;
+  // Minimal bytes moved, for ops that need not read every input whole (embedding reads T rows
+  // of a V-row table); unset = every input read once and every output written once.
+  std::function<double(const Problem&)> bytes;
   // Fills host inputs (contiguous, signature dtypes) for a random case. Default: normal(0,1)
   // rounded to each input's dtype.
   std::function<Status(const Problem&, std::vector<Tensor>& inputs, Rng& rng)> fill_inputs;
@@ -93,6 +126,9 @@ struct Implementation {
   // ok, or unsupported/skipped with the reason (ISA missing, shape not handled...).
   std::function<Status(const Problem&, const DeviceRuntime&)> supports;
   std::function<Status(OpCall&)> run;
+  // Device scratch bytes the implementation needs for a problem (split-K partial sums, a
+  // vendor library's workspace); unset or 0 = none. The harness allocates it before timing.
+  std::function<Result<size_t>(const Problem&, const DeviceRuntime&)> workspace_bytes;
   std::vector<KnownDeviation> known_deviations;
   // The arithmetic unit the kernel computes on, naming the ceiling bench judges FLOP/s
   // against (core/ceilings.h): family-1 kernels compute in f32 whatever the storage dtype.
@@ -118,6 +154,25 @@ class Registry {
   std::vector<OpSpec> ops_;
   std::vector<Implementation> impls_;
 };
+
+// Applies the operand params of a problem to its signature: `<operand>.dt=<dtype>` (one of the
+// operand's dtype_choices) and `<operand>.layout=transposed|padded` (inputs only). bad_input
+// names the key when it names no operand, a dtype the operand does not take, or another
+// attribute. Registry::add_op wraps every op's signature with it.
+Status apply_operand_params(const Problem& problem, Signature& sig);
+
+// The problem `text` of `spec` at `dtype`: nullopt when the text does not apply to that dtype,
+// bad_input naming the op and the text when it does not parse.
+Result<std::optional<Problem>> problem_at(const OpSpec& spec, const ProblemText& text, DType dtype);
+
+// `--op` of check and bench: a comma-separated list of names or globs ("matmul,linear", "*norm*").
+bool op_selected(const std::string& op_filter, const std::string& op);
+
+// The float64 references are written for clarity, on one core: above this many FLOP (minutes)
+// the reference backend reports a problem unsupported and check does not plan it as a random
+// case (products at real model sizes are checked on smaller shapes).
+inline constexpr double kReferenceMaxFlops = 2e10;
+std::string reference_limit_text();  // "2e+10"
 
 // Minimal bytes of a problem: every input read once, every output written once, inputs at
 // their own (possibly broadcast) sizes.

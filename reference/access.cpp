@@ -30,6 +30,17 @@ Result<double*> f64_output(Tensor& t, const Shape& shape, const std::string& nam
   return data;
 }
 
+Result<std::vector<double>> dense_f64(const Tensor& t, const std::string& name) {
+  auto rows = Rows::of(t, name);
+  if (!rows) return rows.status();
+  std::vector<double> out(static_cast<size_t>(rows->rows() * rows->cols()));
+  for (int64_t r = 0; r < rows->rows(); ++r) {
+    const RowView row = rows->row(r);
+    for (int64_t c = 0; c < rows->cols(); ++c) out[r * rows->cols() + c] = row[c];
+  }
+  return out;
+}
+
 Status expect_arity(const std::vector<Tensor>& inputs, size_t n_inputs,
                     const std::vector<Tensor>& outputs, size_t n_outputs, const std::string& op) {
   if (inputs.size() != n_inputs || outputs.size() != n_outputs)

@@ -47,6 +47,10 @@ Result<Rows> broadcast_rows(const Tensor& t, const Shape& target, const std::str
 // and of shape `shape` (the shape the math produces).
 Result<double*> f64_output(Tensor& t, const Shape& shape, const std::string& name);
 
+// Every element of a host tensor of any dtype and layout, as float64 in row-major order of its
+// logical shape (what a dense reference loop wants). bad_input naming `name` when unreadable.
+Result<std::vector<double>> dense_f64(const Tensor& t, const std::string& name);
+
 // The op received the number of inputs and outputs its signature lists.
 Status expect_arity(const std::vector<Tensor>& inputs, size_t n_inputs,
                     const std::vector<Tensor>& outputs, size_t n_outputs, const std::string& op);

@@ -27,9 +27,12 @@ Implementation reference_implementation(const OpSpec& spec) {
   impl.backend = "reference";
   impl.variant = "";
   impl.dtypes = spec.dtypes;
-  impl.supports = [](const Problem&, const DeviceRuntime& device) {
+  impl.supports = [flops = spec.flops](const Problem& problem, const DeviceRuntime& device) {
     if (device.info().kind != DeviceKind::cpu || !device.host_accessible())
       return Status::unsupported("the reference runs on the host (cpu) only, not on " + device.info().id);
+    if (flops && flops(problem) > kReferenceMaxFlops)
+      return Status::unsupported("the float64 reference is not run above " + reference_limit_text() +
+                                 " FLOP (minutes on one core)");
     return Status::ok();
   };
   impl.run = [name = spec.name, reference = spec.reference](OpCall& call) -> Status {

@@ -17,6 +17,8 @@
 #   bench-gpu  ci/report.sh full's bench of the defaults on cuda:0 and the NVIDIA OpenCL device,
 #              against $OUT/ceilings.json or CEILINGS ($OUT/bench-gpu.tgz)
 #   bench-cpu  the same for AVX-512, oneDNN and the reference on cpu:0 ($OUT/bench-cpu.tgz)
+#   bench      `bench $BENCH_ARGS` (e.g. "--op matmul,linear --backend cuda,cublas --dtype bf16"),
+#              each run's results in $OUT/bench.tgz (BENCH_RUNS="args;args;..." for several)
 #   ncu        NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex) ($OUT/ncu.tgz)
 # The published report is made from the bench tarballs on any machine: see reports/README.md.
 # CMAKE_ARGS adds configure flags. oneDNN is not installed there: run `ci/gpu/pack-onednn.sh`
@@ -104,6 +106,20 @@ for step in "$@"; do
     CEILINGS=$ceilings NO_REPORT=1 REPORT_DEVICES=$devs timeout "${BENCH_CAP:-560}" bash ci/report.sh "$bin" "/tmp/$step" full | tail -12
     rm -f "/tmp/$step/ceilings.json"  # a copy of $ceilings
     tar -czf "$OUT/$step.tgz" -C "/tmp/$step" . ;;
+  bench)
+    mkdir -p /tmp/bench
+    IFS=';' read -ra runs <<< "${BENCH_RUNS:-${BENCH_ARGS:-}}"
+    n=0
+    for args in "${runs[@]}"; do
+      n=$((n + 1))
+      log "bench $args"
+      ceil_args=(); [ -f "$ceilings" ] && ceil_args=(--ceilings "$ceilings")
+      # shellcheck disable=SC2086
+      timeout "${BENCH_CAP:-300}" $bin bench $args "${ceil_args[@]}" --out "/tmp/bench/bench-$n.json" > "/tmp/bench/bench-$n.txt" 2>&1
+      echo "bench $n: exit $?"
+      grep -vE "^\s*$" "/tmp/bench/bench-$n.txt" | tail -n "${BENCH_TAIL:-40}" | cut -c1-200
+    done
+    tar -czf "$OUT/bench.tgz" -C /tmp/bench . ;;
   ncu)
     # NCU_CASES="case;case;..." profiles one launch of each case's kernel (names matching
     # NCU_KERNELS, a regex) with Nsight Compute (--set full, clocks left alone).

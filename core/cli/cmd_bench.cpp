@@ -115,7 +115,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   BenchOptions& o = args->options;
   CLI::App* cmd = app.add_subcommand("bench", "Time implementations against the device's roofline (Google Benchmark, device timers)");
-  cmd->add_option("--op", o.op_glob, "Op name or glob");
+  cmd->add_option("--op", o.op_glob, "Op names or globs, comma-separated (matmul,linear)");
   cmd->add_option("--backend", o.backend, "Backend, backend/variant, or a comma-separated list of them");
   add_variants_option(cmd, o.all_variants, "time each backend's default implementation");
   cmd->add_option("--dtype", o.dtype, "f32, f16, bf16");

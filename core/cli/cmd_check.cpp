@@ -68,8 +68,10 @@ int run_check_command(CheckArgs& args) {
   std::vector<BackendTime> times;
   const auto started = std::chrono::steady_clock::now();
   if (tty && !plan->empty()) std::fprintf(stderr, "[1/%zu] %s", plan->size(), (*plan)[0].id.to_string().c_str());
+  size_t finished = 0;
   auto on_result = [&](size_t i, const CaseResult& r) {
     const PlannedCase& pc = (*plan)[i];
+    ++finished;
     const bool quiet_skip = (r.status == StatusCode::skipped || r.status == StatusCode::unsupported) && !args.verbose &&
                             r.reason.rfind("not run: ", 0) != 0;
     if (quiet_skip) {
@@ -88,8 +90,8 @@ int run_check_command(CheckArgs& args) {
     if (t == times.end()) t = times.insert(times.end(), BackendTime{where});
     t->cases++;
     t->seconds += r.seconds;
-    if (tty && i + 1 < plan->size())
-      std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 2, plan->size(), (*plan)[i + 1].id.to_string().c_str());
+    if (tty && finished < plan->size())
+      std::fprintf(stderr, "\r\033[K[%zu/%zu done] %s", finished, plan->size(), r.case_id.c_str());
   };
   std::vector<CaseResult> results = run_plan(*plan, manifest, args.options, on_result);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -138,11 +140,13 @@ int run_check_command(CheckArgs& args) {
 void add_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand("check", "Check implementations against PyTorch fixtures and the reference");
-  cmd->add_option("--op", args->options.op_glob, "Op name or glob (default: all)");
+  cmd->add_option("--op", args->options.op_glob, "Op names or globs, comma-separated (default: all)");
   cmd->add_option("--backend", args->options.backend, "reference, avx512, cuda, opencl, onednn, cublas (or backend/variant)");
   cmd->add_option("--dtype", args->options.dtype, "f32, f16, bf16, ...");
   cmd->add_option("--device", args->options.device, "Device id: cpu:0, cuda:0, opencl:0.0");
   cmd->add_option("--case", args->options.case_id, "Rerun exactly one case id (as printed)");
+  cmd->add_flag("--serial", args->options.serial,
+                "One case at a time in plan order (default: each device runs its cases side by side with the others)");
   cmd->add_option("--fixtures", args->options.fixtures_dir, "Fixtures directory holding manifest.json");
   cmd->add_option("--json", args->json_path, "Write results as JSON");
   cmd->add_option("--junit", args->junit_path, "Write results as JUnit XML");

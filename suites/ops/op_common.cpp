@@ -28,7 +28,9 @@ Status check_problem(const Problem& problem, const std::vector<DType>& dtypes,
     return Status::bad_input(op + ": dtype " + dtype_name(problem.dtype) + " is not one of this op's dtypes");
   for (const auto& [key, value] : problem.params) {
     const auto& common = common_param_keys();
-    if (std::find(common.begin(), common.end(), key) == common.end() &&
+    // `<operand>.dt` and `<operand>.layout` are checked against the signature by the core
+    // (apply_operand_params).
+    if (key.find('.') == std::string::npos && std::find(common.begin(), common.end(), key) == common.end() &&
         std::find(op_keys.begin(), op_keys.end(), key) == op_keys.end())
       return Status::bad_input(op + ": unknown parameter '" + key + "'");
   }
@@ -97,25 +99,30 @@ TensorSpec tensor_spec(std::string name, DType dtype, Shape shape) {
   return t;
 }
 
-OpSpec family1_spec(const std::string& name, const std::string& torch, const std::vector<DType>& dtypes,
-                    ToleranceClass tolerance) {
+OpSpec op_spec(const std::string& family, const std::string& name, const std::string& torch,
+               const std::vector<DType>& dtypes, ToleranceClass tolerance) {
   OpSpec spec;
   spec.name = name;
-  // A std::string, not the literal: assigning a one-character literal to a member string
-  // trips a false -Wrestrict in GCC 12.
-  spec.family = std::string("1");
+  spec.family = family;
   spec.torch = torch;
   spec.dtypes = dtypes;
   spec.tolerance = tolerance;
   return spec;
 }
 
-std::vector<std::string> row_check_problems() {
+OpSpec family1_spec(const std::string& name, const std::string& torch, const std::vector<DType>& dtypes,
+                    ToleranceClass tolerance) {
+  // A std::string, not the literal: assigning a one-character literal to a member string
+  // trips a false -Wrestrict in GCC 12.
+  return op_spec(std::string("1"), name, torch, dtypes, tolerance);
+}
+
+std::vector<ProblemText> row_check_problems() {
   return {"64x4096", "333x1000", "1x8192", "4097", "3x5x777",
           "333x1000:layout=transposed", "2x7x33:layout=transposed", "64x4096:layout=padded"};
 }
 
-std::vector<std::string> row_bench_problems() { return {"16384x8192", "1x8192", "64x8192"}; }
+std::vector<ProblemText> row_bench_problems() { return {"16384x8192", "1x8192", "64x8192"}; }
 
 // ---- unary ----
 
@@ -218,7 +225,7 @@ Result<Signature> cross_entropy_signature(const Problem& p, bool backward) {
   return sig;
 }
 
-std::vector<std::string> cross_entropy_check_problems() {
+std::vector<ProblemText> cross_entropy_check_problems() {
   return {"512x32000:ignore_index=-100", "64x4096", "333x1000", "1x8192", "7x33:ignore_index=-100",
           "16x1000:ignore_index=3", "333x1000:ignore_index=-100,layout=transposed", "64x4096:layout=padded",
           std::string(kManyRowsProblem) + ":ignore_index=-100",
@@ -230,7 +237,7 @@ std::vector<std::string> cross_entropy_check_problems() {
           "2500x4096:ignore_index=-100"};
 }
 
-std::vector<std::string> cross_entropy_bench_problems() {
+std::vector<ProblemText> cross_entropy_bench_problems() {
   return {"16384x8192", "1x8192", "64x8192", "4096x32000:ignore_index=-100"};
 }
 

@@ -36,18 +36,22 @@ Result<Shape> broadcastable_param(const Problem& problem, const std::string& key
 
 TensorSpec tensor_spec(std::string name, DType dtype, Shape shape);
 
+// A spec of catalogue family `family` with its identity filled in; the op file adds problems
+// and functions.
+OpSpec op_spec(const std::string& family, const std::string& name, const std::string& torch,
+               const std::vector<DType>& dtypes, ToleranceClass tolerance);
 // A family-1 spec with its identity filled in; the op file adds problems and functions.
 OpSpec family1_spec(const std::string& name, const std::string& torch, const std::vector<DType>& dtypes,
                     ToleranceClass tolerance);
 
 // The shapes most ops are checked and benchmarked at.
-std::vector<std::string> row_check_problems();   // 64x4096 333x1000 1x8192 + layouts, 3-D, odd
+std::vector<ProblemText> row_check_problems();   // 64x4096 333x1000 1x8192 + layouts, 3-D, odd
 // "4500x2056": enough rows that GPU row kernels with persistent blocks or warps (132 SMs x 2-3
 // blocks, or x 16 warps) each loop over several rows, crossing row boundaries, which the
 // problems above (<= 512 rows) never reach; 2056 columns are a whole number of 16-byte vectors
 // in every float dtype (the pipelined paths' condition) and not a power of two.
 inline constexpr const char* kManyRowsProblem = "4500x2056";
-std::vector<std::string> row_bench_problems();   // 16384x8192 1x8192 64x8192
+std::vector<ProblemText> row_bench_problems();   // 16384x8192 1x8192 64x8192
 
 // Elementwise x -> y; `flops_per_element` is documented in the op's file.
 struct UnaryOp {
@@ -83,7 +87,7 @@ OpSpec reduction_spec(const ReductionOp& op);
 // cross_entropy and its backward share inputs: logits [N, C] (problem dtype), target [N]
 // (i64), param ignore_index=I (integer). Output `loss` [] or `dlogits` [N, C].
 Result<Signature> cross_entropy_signature(const Problem& problem, bool backward);
-std::vector<std::string> cross_entropy_check_problems();
-std::vector<std::string> cross_entropy_bench_problems();
+std::vector<ProblemText> cross_entropy_check_problems();
+std::vector<ProblemText> cross_entropy_bench_problems();
 
 }  // namespace dnnb::ops
