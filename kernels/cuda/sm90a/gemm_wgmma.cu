@@ -1,0 +1,395 @@
+// The Hopper GEMM for large f16/bf16 products: wgmma (warpgroup MMA, m64n256k16, f32
+// accumulation) fed by TMA, with a warp-specialised pipeline. Built for sm_90a only (wgmma and
+// setmaxnreg exist only there); launch_gemm takes it on compute capability 9.0 devices for
+// operands TMA can describe (gemm_wgmma_applies), the mma.sync kernel otherwise.
+//
+// Block tile 128 (M) x 256 (N), K in steps of 64; 384 threads in 3 warpgroups:
+//   warpgroup 0, the producer: one thread issues the TMA copies of each k tile into a ring of
+//   4 stages (48 KB each: A 128 x 64, B 256 x 64) and waits, per stage, until the consumers
+//   have released it; its registers are given to the consumers (setmaxnreg 40).
+//   warpgroups 1 and 2, the consumers: each owns 64 rows of the tile, 128 f32 accumulators per
+//   thread (setmaxnreg 232); per k tile 4 wgmma of 64 x 256 x 16 straight from shared memory.
+//   One k tile's wgmma group stays in flight while the next is issued (wait_group 1), and
+//   the stage of the finished one is released.
+// Synchronisation: per stage a "full" mbarrier (1 arrival, the producer's expect_tx, plus the
+// bytes of the TMA copies) and an "empty" one (256 arrivals, every consumer thread). Fill j of
+// stage s completes phase j of its full barrier (consumers wait parity j & 1); release j
+// completes phase j of its empty barrier (the producer waits parity j & 1 before fill j + 1).
+//
+// Shared memory layouts, all in TMA's 128-byte swizzle (16-byte chunk c of a 128-byte row r
+// stored at c ^ (r & 7)), tiles 1024-byte aligned (the swizzle pattern's period), which is what
+// the wgmma descriptors' 128B swizzle mode reads:
+//   A (K-major): 128 rows of 64 k; descriptor stride between 8-row groups (SBO) 1024 bytes; the
+//   k-step of 16 moves the start address by 32 bytes within the rows.
+//   B K-major (linear's w, a transposed matmul b): 256 rows of 64 k, as A.
+//   B N-major (matmul's b, N contiguous): 4 slabs of 64 n x 64 k rows (one TMA box each,
+//   8 KB); per the PTX ISA's canonical MN-major layout the leading byte offset (LBO) is the
+//   distance between 64-element MN atoms (8192: the next slab) and SBO the distance between
+//   8-row k groups (1024); the k-step of 16 moves the start by 2048 bytes. wgmma reads it with
+//   imm-trans-b = 1.
+// Edges: TMA fills what lies outside the operand with zeros (and counts the whole box in the
+// transaction bytes), so any M, N, K works; the epilogue stores only elements inside y.
+// Accumulator fragment of m64nNk16 (PTX ISA): thread t of the warpgroup holds, for each 8-column
+// block j, (row 16 (t / 32) + (t % 32) / 4, columns 8j + 2 (t % 4) + {0, 1}) in d[4j], d[4j + 1]
+// and the same columns 8 rows lower in d[4j + 2], d[4j + 3].
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <type_traits>
+
+#include "kernels/cuda/gemm_mma.cuh"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+inline constexpr int kWgBM = 128, kWgBN = 256, kWgBK = 64, kWgStages = 4;
+inline constexpr int kWgConsumers = 2;
+inline constexpr int kWgThreads = 128 * (1 + kWgConsumers);
+inline constexpr int kWgATileBytes = kWgBM * kWgBK * 2;          // 16 KB
+inline constexpr int kWgBTileBytes = kWgBN * kWgBK * 2;          // 32 KB
+inline constexpr int kWgStageBytes = kWgATileBytes + kWgBTileBytes;
+inline constexpr int kWgSlabBytes = 64 * kWgBK * 2;              // an N-major B slab: 8 KB
+// The stages, 2 mbarriers per stage, and 1024 bytes to align the dynamic base.
+inline constexpr int kWgSmemBytes = kWgStages * kWgStageBytes + 2 * kWgStages * 8 + 1024;
+
+struct WgmmaArgs {
+  void* y;
+  int64_t y_batch, y_m;
+  const uint16_t* bias;
+  int64_t bias_stride;
+  int m, n, k;
+  int tiles_m, tiles_n;
+  bool out_f32, y_pairs;
+};
+
+// ---------------------------------------------------------------------------------------------
+// PTX wrappers.
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// Box (c0, c1, c2) of a 3-D tensor map into shared memory; completes bytes on `bar`.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Keeps the compiler from moving accesses of an accumulator across the asynchronous MMAs.
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// Shared memory matrix descriptors (PTX ISA, "Matrix Descriptor Format"), 128-byte swizzle.
+__device__ __forceinline__ uint64_t desc_encode(uint32_t x) { return (x & 0x3FFFFu) >> 4; }
+// K-major: LBO unused (1), SBO 1024 bytes between 8-row groups.
+__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) {
+  return desc_encode(addr) | (uint64_t{1} << 16) | (desc_encode(1024) << 32) | (uint64_t{1} << 62);
+}
+// N-major: LBO 8192 bytes between 64-element N atoms (slabs), SBO 1024 between 8-row k groups.
+__device__ __forceinline__ uint64_t desc_n_major(uint32_t addr) {
+  return desc_encode(addr) | (desc_encode(kWgSlabBytes) << 16) | (desc_encode(1024) << 32) | (uint64_t{1} << 62);
+}
+
+// d (64 x 256 per warpgroup, f32) += A (64 x 16, K-major, descriptor da) times B (16 x 256,
+// descriptor db: K-major when kTransB == 0, N-major when 1). scale-d = 1: accumulate.
+template <typename T, int kTransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+#define DNNB_WGMMA_256(TYPE)                                                                  \
+  asm volatile(                                                                               \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %131, 0;\n"                                              \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                          \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63," \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+      "}, %128, %129, p, 1, 1, 0, %130;\n}\n"                                                    \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+      : "l"(da), "l"(db), "n"(kTransB), "r"(1))
+  if constexpr (kBf16) {
+    DNNB_WGMMA_256("bf16");
+  } else {
+    DNNB_WGMMA_256("f16");
+  }
+#undef DNNB_WGMMA_256
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel: one 128 x 256 output tile of one batch per block.
+
+template <typename T, bool kBKMajor>
+__global__ void __launch_bounds__(kWgThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                      const WgmmaArgs p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t base = (gemm::smem_addr(smem) + 1023u) & ~1023u;
+  const uint32_t full = base + kWgStages * kWgStageBytes;  // full[s] at full + 8 s
+  const uint32_t empty = full + 8 * kWgStages;             // empty[s] at empty + 8 s
+  const int wg = threadIdx.x / 128;
+  int tm, tn;
+  gemm::grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
+  const int m0 = tm * kWgBM, n0 = tn * kWgBN, batch = blockIdx.z;
+  const int k_tiles = (p.k + kWgBK - 1) / kWgBK;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kWgStages; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, kWgConsumers * 128);
+    }
+    // The initialised barriers visible to the async proxy (the TMA's complete_tx).
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % kWgStages;
+        const uint32_t bar = full + 8 * s;
+        if (kt >= kWgStages) mbar_wait(empty + 8 * s, ((kt / kWgStages) + 1) & 1);
+        mbar_arrive_expect_tx(bar, kWgStageBytes);
+        const uint32_t sa = base + s * kWgStageBytes, sb = sa + kWgATileBytes;
+        const int k0 = kt * kWgBK;
+        tma_load_3d(sa, &tm_a, k0, m0, batch, bar);
+        if constexpr (kBKMajor) {
+          tma_load_3d(sb, &tm_b, k0, n0, batch, bar);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kWgBN / 64; ++j) tma_load_3d(sb + j * kWgSlabBytes, &tm_b, n0 + 64 * j, k0, batch, bar);
+        }
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<232>();
+  const int c = wg - 1;  // rows c * 64 .. + 63 of the tile
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % kWgStages;
+    mbar_wait(full + 8 * s, (kt / kWgStages) & 1);
+    const uint32_t sa = base + s * kWgStageBytes + c * 64 * 128, sb = base + s * kWgStageBytes + kWgATileBytes;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kWgBK / 16; ++kk) {
+      const uint64_t da = desc_k_major(sa + kk * 32);
+      const uint64_t db = kBKMajor ? desc_k_major(sb + kk * 32) : desc_n_major(sb + kk * 2048);
+      wgmma_m64n256k16<T, kBKMajor ? 0 : 1>(acc, da, db);
+    }
+    wgmma_commit();
+    if (kt > 0) {
+      wgmma_wait<1>();  // tile kt - 1's MMAs are done: its stage goes back to the producer
+      mbar_arrive(empty + 8 * ((kt - 1) % kWgStages));
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 128; ++i) fence_operand(acc[i]);
+
+  // Epilogue: rows 16 w + g (+ 8) of this warpgroup's 64, columns 8 j + 2 q (+ 1).
+  const int t = threadIdx.x % 128, g = (t % 32) / 4, q = t % 4;
+  const int row0 = m0 + c * 64 + 16 * (t / 32) + g;
+  const T* bias = reinterpret_cast<const T*>(p.bias);
+#pragma unroll
+  for (int j = 0; j < kWgBN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * q;
+    float b0 = 0.f, b1 = 0.f;
+    if (bias != nullptr) {
+      if (col < p.n) b0 = to_float(bias[static_cast<int64_t>(col) * p.bias_stride]);
+      if (col + 1 < p.n) b1 = to_float(bias[static_cast<int64_t>(col + 1) * p.bias_stride]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= p.m) continue;
+      const int64_t at = static_cast<int64_t>(batch) * p.y_batch + static_cast<int64_t>(row) * p.y_m;
+      if (p.out_f32)
+        gemm::store_pair<float>(static_cast<float*>(p.y) + at, col, p.n, acc[4 * j + 2 * h] + b0,
+                                acc[4 * j + 2 * h + 1] + b1, p.y_pairs);
+      else
+        gemm::store_pair<T>(static_cast<T*>(p.y) + at, col, p.n, acc[4 * j + 2 * h] + b0, acc[4 * j + 2 * h + 1] + b1,
+                            p.y_pairs);
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// A row stride TMA can step by (a multiple of 16 bytes), and a batch stride likewise or unused.
+bool tma_stride(int64_t stride) { return stride > 0 && stride % 8 == 0; }
+bool tma_batch_stride(int64_t stride, int64_t batch) { return batch == 1 || tma_stride(stride); }
+
+bool b_is_k_major(const GemmCall& g) { return g.b_k == 1 && tma_stride(g.b_n); }
+bool b_is_n_major(const GemmCall& g) { return g.b_n == 1 && tma_stride(g.b_k); }
+
+// Compute capability 9.0 exactly: the sm_90a code runs nowhere else. Asked once per device.
+bool is_sm90(const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<int, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device.ordinal()); it != known.end()) return it->second;
+  int major = 0, minor = 0;
+  const bool asked = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.ordinal()) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.ordinal()) == cudaSuccess;
+  return known[device.ordinal()] = asked && major == 9 && minor == 0;
+}
+
+// The driver's cuTensorMapEncodeTiled, through the runtime (no link against libcuda).
+Result<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
+  static std::mutex mutex;
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (encode != nullptr) return encode;
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  DNNB_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr)
+    return Status::error("cuda gemm: the driver has no cuTensorMapEncodeTiled");
+  encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  return encode;
+}
+
+// A 3-D tiled map of a 16-bit operand: dims (inner, outer, batch), strides in elements, boxes of
+// box_inner x box_outer x 1 in the 128-byte swizzle, zeros outside.
+Result<CUtensorMap> tensor_map(DType dtype, const void* base, int64_t inner, int64_t outer, int64_t batch,
+                               int64_t outer_stride, int64_t batch_stride, uint32_t box_inner, uint32_t box_outer) {
+  auto encode = tensor_map_encoder();
+  if (!encode) return encode.status();
+  if (batch == 1) batch_stride = outer * outer_stride;  // unused, but must be a valid stride
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(outer_stride) * 2, static_cast<cuuint64_t>(batch_stride) * 2};
+  const cuuint32_t box[3] = {box_inner, box_outer, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  CUtensorMap map;
+  const CUresult r = (*encode)(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                               3, const_cast<void*>(base), dims, strides, box, element_strides,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status::error("cuda gemm: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                         ") for dims " + std::to_string(inner) + "x" + std::to_string(outer) + "x" + std::to_string(batch) +
+                         ", strides " + std::to_string(outer_stride) + "," + std::to_string(batch_stride));
+  return map;
+}
+
+template <typename T, bool kBKMajor>
+Status launch(const CudaDevice& device, const CUtensorMap& a, const CUtensorMap& b, const WgmmaArgs& p, int64_t batch) {
+  auto kernel = gemm_wgmma_kernel<T, kBKMajor>;
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgSmemBytes));
+  const dim3 grid(static_cast<unsigned>(p.tiles_m * p.tiles_n), 1, static_cast<unsigned>(batch));
+  kernel<<<grid, kWgThreads, kWgSmemBytes, device.stream()>>>(a, b, p);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+}  // namespace
+
+bool gemm_wgmma_applies(const GemmCall& g, const CudaDevice& device) {
+  if (g.in_dtype != DType::bf16 && g.in_dtype != DType::f16) return false;
+  // Below a 64 x 64 output the 128 x 256 tile is mostly padding: the mma.sync kernel's job.
+  if (g.m < 64 || g.n < 64 || g.batch > 65535) return false;
+  if (std::max({g.m, g.n, g.k}) > INT32_MAX) return false;
+  if (!aligned16(g.a) || !aligned16(g.b)) return false;
+  if (g.a_k != 1 || !tma_stride(g.a_m) || !tma_batch_stride(g.a_batch, g.batch)) return false;
+  if (!(b_is_k_major(g) || b_is_n_major(g)) || !tma_batch_stride(g.b_batch, g.batch)) return false;
+  return is_sm90(device);
+}
+
+Status launch_gemm_wgmma(const CudaDevice& device, const GemmCall& g) {
+  if (!gemm_wgmma_applies(g, device))
+    return Status::unsupported("cuda gemm: the wgmma kernel does not take this product");
+  const bool b_k_major = b_is_k_major(g);
+  auto ta = tensor_map(g.in_dtype, g.a, g.k, g.m, g.batch, g.a_m, g.a_batch, kWgBK, kWgBM);
+  if (!ta) return ta.status();
+  auto tb = b_k_major ? tensor_map(g.in_dtype, g.b, g.k, g.n, g.batch, g.b_n, g.b_batch, kWgBK, kWgBN)
+                      : tensor_map(g.in_dtype, g.b, g.n, g.k, g.batch, g.b_k, g.b_batch, 64, kWgBK);
+  if (!tb) return tb.status();
+  WgmmaArgs p{};
+  p.y = g.y;
+  p.y_batch = g.y_batch;
+  p.y_m = g.y_m;
+  p.bias = static_cast<const uint16_t*>(g.bias);
+  p.bias_stride = g.bias_stride;
+  p.m = static_cast<int>(g.m);
+  p.n = static_cast<int>(g.n);
+  p.k = static_cast<int>(g.k);
+  p.tiles_m = static_cast<int>(ceil_div(g.m, kWgBM));
+  p.tiles_n = static_cast<int>(ceil_div(g.n, kWgBN));
+  p.out_f32 = g.out_dtype == DType::f32;
+  const int64_t out_size = p.out_f32 ? 4 : 2;
+  p.y_pairs = reinterpret_cast<uintptr_t>(g.y) % (2 * out_size) == 0 && g.y_m % 2 == 0 &&
+              (g.batch == 1 || g.y_batch % 2 == 0);
+  if (g.in_dtype == DType::bf16)
+    return b_k_major ? launch<__nv_bfloat16, true>(device, *ta, *tb, p, g.batch)
+                     : launch<__nv_bfloat16, false>(device, *ta, *tb, p, g.batch);
+  return b_k_major ? launch<__half, true>(device, *ta, *tb, p, g.batch) : launch<__half, false>(device, *ta, *tb, p, g.batch);
+}
+
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,70 @@
+// cuBLAS (cublasGemmEx / cublasGemmStridedBatchedEx) as a peer backend for the matrix
+// products. Each op file turns its operands into one Product; this file maps a Product to
+// cuBLAS's column-major conventions, owns the per-device handle and registers the ops.
+//
+// Mapping: a row-major y (M x N, row stride ldy) is the column-major matrix y^T (N x M, leading
+// dim ldy), and y = A B is y^T = B^T A^T, so cuBLAS computes C = op(B') op(A') with m = N,
+// n = M, k = K. Each row-major operand (R x C, strides s_r, s_c) is either a column-major C x R
+// matrix with leading dim s_r (s_c == 1: op N gives its transpose) or a column-major R x C one
+// with leading dim s_c (s_r == 1: op T). Anything else (padding along both dims, a transposed
+// and padded operand) has no leading dim and is unsupported.
+//
+// Numerics: f32 accumulation always (CUBLAS_COMPUTE_32F, with
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION so split-K partial sums are not rounded to
+// f16/bf16); f32 without tf32 is CUBLAS_COMPUTE_32F_PEDANTIC (full f32, no tf32 whatever
+// NVIDIA_TF32_OVERRIDE says); tf32=1 is CUBLAS_COMPUTE_32F_FAST_TF32. A bias (linear) is
+// written into y first by a K = 1 product (a column of ones times the bias row: exact), then
+// the main product adds to it with beta = 1, so the sum is rounded once.
+#pragma once
+#include <cublas_v2.h>
+
+#include <functional>
+#include <string>
+
+#include "core/registry.h"
+#include "devices/cuda/cuda_device.h"
+
+namespace dnnb::cublas_peer {
+
+// A failed cuBLAS call as an error Status naming the call, cuBLAS's status name and the place.
+Status cublas_status(cublasStatus_t status, const char* call, const char* file, int line);
+#define DNNB_CUBLAS_TRY(call)                                                                       \
+  do {                                                                                              \
+    cublasStatus_t dnnb_cublas_status_ = (call);                                                    \
+    if (dnnb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                               \
+      return ::dnnb::cublas_peer::cublas_status(dnnb_cublas_status_, #call, __FILE__, __LINE__);    \
+  } while (0)
+
+// One product y[b] = A[b] B[b] (+ bias); strides in elements, pointers with offsets applied.
+struct Product {
+  DType in_dtype = DType::f32, out_dtype = DType::f32;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  int64_t a_batch = 0, a_m = 0, a_k = 0;
+  const void* b = nullptr;
+  int64_t b_batch = 0, b_k = 0, b_n = 0;
+  const void* bias = nullptr;  // [N] with unit stride, or nullptr
+  void* y = nullptr;
+  int64_t y_batch = 0, y_m = 0;  // y's column stride is 1
+  bool tf32 = false;
+};
+
+// The CUDA device of a call, made current.
+Result<const CudaDevice*> device_of(OpCall& call);
+// Element 0 of a tensor's view.
+void* data_of(const Tensor& t);
+// ok when y has a buffer, unit stride along its last dim, and the input dtype or, for f16/bf16
+// inputs, f32.
+Status expect_output(const Tensor& y, DType in_dtype);
+
+// Runs the product with cuBLAS on the device's stream, using the call's workspace.
+Status run_product(const CudaDevice& device, OpCall& call, const Product& p);
+
+// The workspace every cuBLAS call gets (cublasSetWorkspace): 32 MiB, what NVIDIA recommends
+// for Hopper.
+inline constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// Registers `run` as backend "cublas" of `op` (f32, f16, bf16; CUDA devices only).
+bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run);
+
+}  // namespace dnnb::cublas_peer

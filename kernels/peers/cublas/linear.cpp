@@ -1,0 +1,55 @@
+// cuBLAS linear: y = x @ w^T (+ b) as cublasGemmEx, w [N, K] read as the transposed K x N
+// operand; the bias through a first K = 1 product and beta = 1 (cublas_common.h).
+#include "kernels/peers/cublas/cublas_common.h"
+#include "suites/ops/gemm_desc.h"
+
+namespace dnnb::cublas_peer {
+namespace {
+
+Status run_linear(OpCall& call) {
+  auto device = device_of(call);
+  if (!device) return device.status();
+  auto d = ops::linear_desc(call.problem);
+  if (!d) return d.status();
+  if (call.inputs.size() != (d->bias ? 3u : 2u) || call.outputs.size() != 1)
+    return Status::bad_input(std::string("cublas linear: expected inputs x, w") + (d->bias ? ", b" : "") +
+                             " and output y");
+  const DType in = call.problem.dtype;
+  const Tensor& x = call.inputs[0];
+  const Tensor& w = call.inputs[1];
+  const Tensor& y = call.outputs[0];
+  if (x.dtype != in || w.dtype != in) return Status::bad_input("cublas linear: x and w must be the problem dtype");
+  DNNB_TRY(expect_output(y, in));
+  if (x.shape != Shape{d->m, d->k} || w.shape != Shape{d->n, d->k} || y.shape != Shape{d->m, d->n})
+    return Status::bad_input("cublas linear: operands " + x.describe() + ", " + w.describe() + ", " + y.describe() +
+                             " do not match " + call.problem.to_string());
+  Product p;
+  p.in_dtype = in;
+  p.out_dtype = y.dtype;
+  p.m = d->m;
+  p.n = d->n;
+  p.k = d->k;
+  p.a = data_of(x);
+  p.a_m = x.strides[0];
+  p.a_k = x.strides[1];
+  p.b = data_of(w);  // B (K x N) = w^T: element (k, n) at n * w.strides[0] + k * w.strides[1]
+  p.b_k = w.strides[1];
+  p.b_n = w.strides[0];
+  p.y = data_of(y);
+  p.y_m = y.strides[0];
+  if (d->bias) {
+    const Tensor& bias = call.inputs[2];
+    if (bias.dtype != in || bias.shape != Shape{d->n})
+      return Status::bad_input("cublas linear: bias " + bias.describe() + " is not [" + std::to_string(d->n) + "] " +
+                               dtype_name(in));
+    if (d->n > 1 && bias.strides[0] != 1)
+      return Status::unsupported("cublas linear: the bias product needs a unit-stride bias, got " + bias.describe());
+    p.bias = data_of(bias);
+  }
+  return run_product(**device, call, p);
+}
+
+DNNB_REGISTER(register_op("linear", "bf16_tensor", run_linear));
+
+}  // namespace
+}  // namespace dnnb::cublas_peer
