@@ -1,0 +1,210 @@
+// CUDA embedding: y[t] = table[ids[t]] (F.embedding), ids i64 or i32 (ids.dt=i32), the table
+// and y f32, f16 or bf16, copied bit-exactly as 4- or 2-byte patterns.
+//
+// One warp per (token, segment): a segment is 32 lanes x kEmbedUnroll chunks of 16 bytes (2 KB,
+// a whole row up to 512 f32 / 1024 f16 values), so long rows spread over several warps and a
+// single token (decode) still keeps many loads in flight. Each lane reads the token's id (one
+// broadcast load per warp), loads its kEmbedUnroll chunks of the table row, then stores them:
+// 16-byte accesses when every table row and y row starts 16-byte aligned with unit column
+// stride, one access per element otherwise.
+//
+// An id outside [0, V) is never read through: the warp skips its row and atomicMin's the token
+// position into an 8-byte device flag (the implementation's workspace, set to all-ones before the
+// launch). run() copies the flag back and synchronises the stream, the one CUDA op that does, to
+// return bad_input naming the first bad position and its id, as the reference and torch do.
+#include "kernels/cuda/copy_common.cuh"
+#include "suites/ops/layout_desc.h"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+using layout::Chunk;
+using layout::FastDivmod;
+using layout::kCopyThreads;
+
+inline constexpr int kEmbedUnroll = 4;  // 16-byte chunks per lane per segment
+inline constexpr int kEmbedWarps = kCopyThreads / 32;
+inline constexpr unsigned long long kNoBadId = ~0ull;
+
+struct EmbeddingArgs {
+  const void* ids = nullptr;
+  int64_t id_stride = 1;
+  const void* table = nullptr;
+  int64_t row_stride = 0, col_stride = 1;
+  void* y = nullptr;
+  int64_t y_row_stride = 0;
+  int64_t vocab = 0;
+  uint32_t dim = 0;
+  FastDivmod segs;  // segments per token
+  uint32_t slots = 0;  // tokens * segments
+  unsigned long long* bad = nullptr;
+};
+
+template <typename E, typename Id, bool kVector>
+__host__ __device__ __forceinline__ void embedding_thread(const EmbeddingArgs& a, uint32_t block, uint32_t thread) {
+  constexpr int V = 16 / static_cast<int>(sizeof(E));
+  constexpr uint32_t kSegElems = 32 * kEmbedUnroll * V;
+  using C = Chunk<E, V>;
+  const uint32_t slot = block * kEmbedWarps + thread / 32, lane = thread % 32;
+  if (slot >= a.slots) return;
+  uint32_t seg;
+  const uint32_t token = a.segs.divmod(slot, seg);
+  const int64_t id = static_cast<int64_t>(static_cast<const Id*>(a.ids)[static_cast<int64_t>(token) * a.id_stride]);
+  if (id < 0 || id >= a.vocab) {
+    if (lane == 0 && seg == 0) {
+#if defined(__CUDA_ARCH__)
+      atomicMin(a.bad, static_cast<unsigned long long>(token));
+#else
+      if (token < *a.bad) *a.bad = token;
+#endif
+    }
+    return;
+  }
+  const E* src = static_cast<const E*>(a.table) + id * a.row_stride;
+  E* dst = static_cast<E*>(a.y) + static_cast<int64_t>(token) * a.y_row_stride;
+  C buf[kEmbedUnroll];
+  uint32_t n[kEmbedUnroll];
+DNNB_COPY_UNROLL
+  for (int u = 0; u < kEmbedUnroll; ++u) {
+    const uint32_t c = seg * kSegElems + (u * 32 + lane) * V;
+    n[u] = c >= a.dim ? 0 : a.dim - c < static_cast<uint32_t>(V) ? a.dim - c : V;
+    if (kVector && n[u] == V) {
+      buf[u] = *reinterpret_cast<const C*>(src + c);
+    } else {
+DNNB_COPY_UNROLL
+      for (int k = 0; k < V; ++k)
+        buf[u].v[k] = static_cast<uint32_t>(k) < n[u] ? src[static_cast<int64_t>(c + k) * a.col_stride] : E{0};
+    }
+  }
+DNNB_COPY_UNROLL
+  for (int u = 0; u < kEmbedUnroll; ++u) {
+    const uint32_t c = seg * kSegElems + (u * 32 + lane) * V;
+    if (kVector && n[u] == V) {
+      *reinterpret_cast<C*>(dst + c) = buf[u];
+    } else {
+DNNB_COPY_UNROLL
+      for (int k = 0; k < V; ++k)
+        if (static_cast<uint32_t>(k) < n[u]) dst[c + k] = buf[u].v[k];
+    }
+  }
+}
+
+template <typename E, typename Id, bool kVector>
+__global__ void __launch_bounds__(kCopyThreads) embedding_kernel(EmbeddingArgs a) {
+  embedding_thread<E, Id, kVector>(a, blockIdx.x, threadIdx.x);
+}
+
+template <typename E, typename Id>
+void launch_embedding(bool vec, uint32_t blocks, cudaStream_t s, const EmbeddingArgs& a) {
+  if (vec) {
+    embedding_kernel<E, Id, true><<<blocks, kCopyThreads, 0, s>>>(a);
+  } else {
+    embedding_kernel<E, Id, false><<<blocks, kCopyThreads, 0, s>>>(a);
+  }
+}
+
+Status run_embedding(OpCall& call) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 2 || call.outputs.size() != 1)
+    return Status::bad_input("cuda embedding: expected inputs ids, table and output y");
+  auto d = ops::embedding_desc(call.problem);
+  if (!d) return d.status();
+  const Tensor& ids = call.inputs[0];
+  const Tensor& table = call.inputs[1];
+  const Tensor& y = call.outputs[0];
+  if (ids.dtype != DType::i64 && ids.dtype != DType::i32)
+    return Status::unsupported(std::string("cuda embedding takes i64 or i32 ids, not ") + dtype_name(ids.dtype));
+  DNNB_TRY(expect_tensor(ids, ids.dtype, "ids"));
+  DNNB_TRY(expect_tensor(table, call.problem.dtype, "table"));
+  DNNB_TRY(expect_tensor(y, call.problem.dtype, "y"));
+  if (ids.shape != Shape{d->tokens} || table.shape != Shape{d->vocab, d->dim} || y.shape != Shape{d->tokens, d->dim})
+    return Status::bad_input("cuda embedding: ids " + ids.describe() + ", table " + table.describe() + ", y " +
+                             y.describe() + " do not match " + call.problem.to_string());
+  if (y.strides[1] != 1) return Status::unsupported("cuda embedding writes unit-stride rows of y, got " + y.describe());
+  const Tensor& ws = call.workspace;
+  if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < sizeof(unsigned long long))
+    return Status::error("cuda embedding: the 8-byte workspace for the bad-id flag is missing");
+  auto* bad = data_ptr<unsigned long long>(ws);
+  if (reinterpret_cast<uintptr_t>(bad) % alignof(unsigned long long) != 0)
+    return Status::error("cuda embedding: the workspace is not 8-byte aligned");
+
+  if (d->tokens == 0) return Status::ok();
+  const int esize = static_cast<int>(storage_bytes(table.dtype, 1));
+  const int vec_elems = 16 / esize;
+  EmbeddingArgs a;
+  a.ids = data_ptr<char>(ids);
+  a.id_stride = ids.strides[0];
+  a.table = data_ptr<char>(table);
+  a.row_stride = table.strides[0];
+  a.col_stride = table.strides[1];
+  a.y = data_ptr<char>(y);
+  a.y_row_stride = y.strides[0];
+  a.vocab = d->vocab;
+  a.dim = static_cast<uint32_t>(d->dim);
+  const int64_t seg_elems = int64_t{32} * kEmbedUnroll * vec_elems;
+  const int64_t segs = std::max<int64_t>(1, ceil_div(d->dim, seg_elems));  // 1 checks the ids of D = 0
+  if (d->dim > UINT32_MAX || d->tokens * segs > UINT32_MAX)
+    return Status::unsupported("cuda embedding: " + std::to_string(d->tokens) + " tokens of " + std::to_string(d->dim) +
+                               " values exceed its 32-bit indexing");
+  a.segs = FastDivmod::of(static_cast<uint32_t>(segs));
+  a.slots = static_cast<uint32_t>(d->tokens * segs);
+  a.bad = bad;
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec = aligned(a.table) && aligned(a.y) && a.col_stride == 1 && a.row_stride % vec_elems == 0 &&
+                   a.y_row_stride % vec_elems == 0;
+  const auto blocks = static_cast<uint32_t>(ceil_div(a.slots, kEmbedWarps));  // >= 1
+
+  const cudaStream_t stream = (*device)->stream();
+  DNNB_CUDA_TRY(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));
+  const bool ids64 = ids.dtype == DType::i64;
+  if (esize == 4) {
+    ids64 ? launch_embedding<uint32_t, int64_t>(vec, blocks, stream, a)
+          : launch_embedding<uint32_t, int32_t>(vec, blocks, stream, a);
+  } else {
+    ids64 ? launch_embedding<uint16_t, int64_t>(vec, blocks, stream, a)
+          : launch_embedding<uint16_t, int32_t>(vec, blocks, stream, a);
+  }
+  DNNB_CUDA_CHECK_LAUNCH();
+  unsigned long long first_bad = kNoBadId;
+  DNNB_CUDA_TRY(cudaMemcpyAsync(&first_bad, bad, sizeof(first_bad), cudaMemcpyDeviceToHost, stream));
+  DNNB_CUDA_TRY(cudaStreamSynchronize(stream));
+  if (first_bad == kNoBadId) return Status::ok();
+  // The id itself, for the message: one element of ids.
+  const size_t id_bytes = storage_bytes(ids.dtype, 1);
+  const char* id_at =
+      static_cast<const char*>(a.ids) + static_cast<int64_t>(first_bad) * a.id_stride * static_cast<int64_t>(id_bytes);
+  int64_t id64 = 0;
+  int32_t id32 = 0;
+  void* id_host = id_bytes == 8 ? static_cast<void*>(&id64) : static_cast<void*>(&id32);
+  DNNB_CUDA_TRY(cudaMemcpyAsync(id_host, id_at, id_bytes, cudaMemcpyDeviceToHost, stream));
+  DNNB_CUDA_TRY(cudaStreamSynchronize(stream));
+  const int64_t id = id_bytes == 8 ? id64 : id32;
+  return Status::bad_input("embedding: ids[" + std::to_string(first_bad) + "] = " + std::to_string(id) +
+                           " is outside the table's " + std::to_string(d->vocab) + " rows");
+}
+
+// register_cuda, plus the 8-byte workspace for the bad-id flag.
+bool register_embedding() {
+  Implementation impl;
+  impl.op = "embedding";
+  impl.backend = "cuda";
+  impl.dtypes = {DType::f32, DType::f16, DType::bf16};
+  impl.supports = [dtypes = impl.dtypes](const Problem& problem, const DeviceRuntime& device) {
+    if (device.info().kind != DeviceKind::cuda)
+      return Status::unsupported("cuda kernels run on CUDA devices, not " + device.info().id);
+    if (std::find(dtypes.begin(), dtypes.end(), problem.dtype) == dtypes.end())
+      return Status::unsupported(std::string("cuda embedding has no ") + dtype_name(problem.dtype) + " kernel");
+    return Status::ok();
+  };
+  impl.run = run_embedding;
+  impl.workspace_bytes = [](const Problem&, const DeviceRuntime&) -> Result<size_t> {
+    return sizeof(unsigned long long);
+  };
+  return Registry::instance().add_implementation(std::move(impl));
+}
+
+DNNB_REGISTER(register_embedding());
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels
