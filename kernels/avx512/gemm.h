@@ -1,0 +1,64 @@
+// The AVX-512 GEMM engine behind matmul, linear and gemv (when its matrix is not
+// row-contiguous): y[b] (M x N) = a[b] (M x K) times b[b] (K x N) (+ bias[n]), every
+// operand a strided view of f32, f16 or bf16 storage, accumulated in f32, the output
+// rounded once to its dtype (f32, f16 or bf16, round to nearest even). Design: docs/avx512.md.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace dnnb::avx512 {
+
+// Element (r, c) of batch item i is at data + i * batch_stride + r * row_stride + c * col_stride
+// (in elements of dtype). Any strides: a transposed operand is the same view with the two
+// strides swapped.
+struct MatrixView {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  int64_t row_stride = 0, col_stride = 1, batch_stride = 0;
+};
+
+struct GemmCall {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  MatrixView a;  // M x K
+  MatrixView b;  // K x N
+  // y: M x N, unit column stride.
+  void* y = nullptr;
+  DType y_dtype = DType::f32;
+  int64_t y_row_stride = 0, y_batch_stride = 0;
+  // Optional bias, added to every row: bias[n] at bias + n * bias_stride.
+  const void* bias = nullptr;
+  DType bias_dtype = DType::f32;
+  int64_t bias_stride = 1;
+  // bf16 a and b on a CPU with AVX512_BF16: multiply pairs with VDPBF16PS (gemm_bf16.cpp),
+  // which treats subnormal inputs and products as zero; false converts them to f32 while
+  // packing and multiplies with FMA, as f16 and f32 are.
+  bool bf16_pairs = true;
+};
+
+// The view of the last two dims of t (and its leading batch dim, if any); transposed swaps
+// rows and columns (linear's w [N, K] read as K x N).
+MatrixView matrix_view(const Tensor& t, bool transposed = false);
+
+// Writes v to element `index` of a f32, f16 or bf16 array, rounded to nearest even (the
+// scalar outputs of gemv and dot).
+inline void store_rounded(void* base, DType dtype, int64_t index, float v) {
+  switch (dtype) {
+    case DType::f16: static_cast<uint16_t*>(base)[index] = f32_to_f16(v); break;
+    case DType::bf16: static_cast<uint16_t*>(base)[index] = f32_to_bf16(v); break;
+    default: static_cast<float*>(base)[index] = v;
+  }
+}
+
+// Implementation::when of the matmul and linear variant "fma" (bf16_pairs = false).
+inline constexpr const char* kBf16FmaWhen =
+    "bf16 operands or products below 2^-126 (subnormal), which VDPBF16PS treats as zero: converts bf16 to f32 "
+    "and multiplies with FMA, one product per lane and instruction instead of two";
+
+// Runs the product over OpenMP threads. unsupported for a dtype other than f32/f16/bf16 or
+// an output whose columns are not unit-stride; bad_input when a tensor is not host memory.
+Status gemm(const GemmCall& call);
+
+}  // namespace dnnb::avx512
