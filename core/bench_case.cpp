@@ -17,8 +17,8 @@ constexpr int kMaxRotationSets = 1024;
 
 // Fills `dst` (contiguous host) with `src`'s bytes repeated; used when dst has more rows.
 void tile_bytes(const Tensor& src, Tensor& dst) {
-  const size_t src_bytes = static_cast<size_t>(src.numel()) * src.element_size();
-  const size_t dst_bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
+  const size_t src_bytes = storage_bytes(src.dtype, src.numel());
+  const size_t dst_bytes = storage_bytes(dst.dtype, dst.numel());
   auto* out = static_cast<uint8_t*>(dst.host_data());
   const auto* in = static_cast<const uint8_t*>(src.host_data());
   for (size_t done = 0; done < dst_bytes; done += src_bytes) std::memcpy(out + done, in, std::min(src_bytes, dst_bytes - done));
@@ -111,9 +111,9 @@ Result<std::unique_ptr<PreparedCase>> PreparedCase::prepare(const OpSpec& spec, 
   for (const auto& in : sig->inputs) {
     Shape storage = in.shape;
     if (!storage.empty()) storage.back() += in.row_padding;
-    set_bytes += static_cast<double>(shape_numel(storage)) * dtype_size(in.dtype);
+    set_bytes += static_cast<double>(storage_bytes(in.dtype, shape_numel(storage)));
   }
-  for (const auto& out : sig->outputs) set_bytes += static_cast<double>(shape_numel(out.shape)) * dtype_size(out.dtype);
+  for (const auto& out : sig->outputs) set_bytes += static_cast<double>(storage_bytes(out.dtype, shape_numel(out.shape)));
   result.working_set_bytes = set_bytes;
   // Cold: enough sets that consecutive launches of one set are separated by twice the cache.
   int sets = 1;

@@ -1,5 +1,6 @@
-// Number formats: names, sizes and scalar conversions, bit-exact with torch's
-// tensor.to(dtype) on CPU (torch 2.15, the version recorded in the casts fixture).
+// Number formats: names, storage traits and scalar conversions, bit-exact with torch's
+// tensor.to(dtype) on CPU (torch 2.15, the version recorded in the casts fixture), and the
+// block formats' decode and quantise rules (ggml's q8_0 / q4_0, OCP MX v1.0's MXFP8 / MXFP4).
 //
 // Every conversion is written as integer bit manipulation so the rules are visible in the
 // code: no _Float16 / __bf16 compiler types and no hardware conversion instructions, whose
@@ -10,8 +11,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 namespace dnnb {
 namespace {
@@ -19,34 +23,50 @@ namespace {
 struct DTypeInfo {
   DType dtype;
   const char* name;              // our name, as in problem strings ("bf16")
-  size_t size;                   // bytes per element
+  int64_t block_values;          // values per block: 1 for scalar formats
+  int64_t block_bits;            // bits per block
   bool floating;
 };
 
+constexpr int64_t kBlock = 32;   // values per block of every block format here
+
 // One row per dtype, in enum order (checked below), so lookups index the table.
 constexpr DTypeInfo kDTypes[] = {
-    {DType::f32, "f32", 4, true},
-    {DType::f16, "f16", 2, true},
-    {DType::bf16, "bf16", 2, true},
-    {DType::f8_e4m3fn, "f8_e4m3fn", 1, true},
-    {DType::f8_e5m2, "f8_e5m2", 1, true},
-    {DType::i8, "i8", 1, false},
-    {DType::u8, "u8", 1, false},
-    {DType::i32, "i32", 4, false},
-    {DType::i64, "i64", 8, false},
-    {DType::f64, "f64", 8, true},
-    {DType::boolean, "bool", 1, false},
+    {DType::f32, "f32", 1, 32, true},
+    {DType::f16, "f16", 1, 16, true},
+    {DType::bf16, "bf16", 1, 16, true},
+    {DType::f8_e4m3fn, "f8_e4m3fn", 1, 8, true},
+    {DType::f8_e5m2, "f8_e5m2", 1, 8, true},
+    {DType::i8, "i8", 1, 8, false},
+    {DType::u8, "u8", 1, 8, false},
+    {DType::i32, "i32", 1, 32, false},
+    {DType::i64, "i64", 1, 64, false},
+    {DType::f64, "f64", 1, 64, true},
+    {DType::boolean, "bool", 1, 8, false},
+    {DType::f8_e8m0, "f8_e8m0", 1, 8, true},
+    {DType::f4_e2m1, "f4_e2m1", 1, 4, true},
+    {DType::q8_0, "q8_0", kBlock, 8 * (2 + 32), true},    // f16 d, 32 x int8
+    {DType::q4_0, "q4_0", kBlock, 8 * (2 + 16), true},    // f16 d, 16 bytes of nibble pairs
+    {DType::mxfp8, "mxfp8", kBlock, 8 * (1 + 32), true},  // E8M0 scale, 32 x E4M3
+    {DType::mxfp4, "mxfp4", kBlock, 8 * (1 + 16), true},  // E8M0 scale, 16 bytes of E2M1 pairs
 };
 
 constexpr bool table_in_enum_order() {
   for (size_t i = 0; i < std::size(kDTypes); ++i) {
     if (static_cast<size_t>(kDTypes[i].dtype) != i) return false;
   }
-  return std::size(kDTypes) == static_cast<size_t>(DType::boolean) + 1;
+  return std::size(kDTypes) == static_cast<size_t>(DType::mxfp4) + 1;
 }
 static_assert(table_in_enum_order(), "kDTypes must list every DType once, in enum order");
 
 const DTypeInfo& info(DType dtype) { return kDTypes[static_cast<size_t>(dtype)]; }
+
+// A broken precondition (a caller's bug, not bad input): say which and stop, in every build
+// type, rather than return a byte count or a value that is silently wrong.
+[[noreturn]] void contract_violation(const std::string& what) {
+  std::fprintf(stderr, "dnnblocks: %s\n", what.c_str());
+  std::abort();
+}
 
 uint32_t bits_of(float value) { return std::bit_cast<uint32_t>(value); }
 float float_of(uint32_t bits) { return std::bit_cast<float>(bits); }
@@ -140,6 +160,9 @@ constexpr NarrowFormat kToBf16{7, 127, -126, 0x7F7F, 0x7F80, 0x7F80, 0x7FC0, 15}
 constexpr NarrowFormat kToE4m3fn{3, 7, -6, 0x7E, 0x7E, 0x7E, 0x7F, 7};
 // e5m2: IEEE-like (the top byte of an f16). Overflow and Inf give Inf, NaN is 0x7F/0xFF.
 constexpr NarrowFormat kToE5m2{2, 15, -14, 0x7B, 0x7C, 0x7C, 0x7F, 7};
+// e2m1 (OCP MX FP4): no Inf, no NaN. Overflow (past 6 after rounding), +-Inf and NaN
+// saturate to +-6 (0x7), the OCP MX element conversion's clamping; torch has no cast to it.
+constexpr NarrowFormat kToE2m1{1, 1, 0, 0x7, 0x7, 0x7, 0x7, 3};
 
 uint32_t encode_narrow_float(float value, const NarrowFormat& format) {
   const uint32_t bits = bits_of(value);
@@ -233,9 +256,36 @@ const std::vector<DType>& all_dtypes() {
   return dtypes;
 }
 
-size_t dtype_size(DType dtype) { return info(dtype).size; }
 const char* dtype_name(DType dtype) { return info(dtype).name; }
 bool is_floating(DType dtype) { return info(dtype).floating; }
+
+bool is_block_format(DType dtype) { return info(dtype).block_values > 1; }
+int64_t block_values(DType dtype) { return info(dtype).block_values; }
+int64_t block_bits(DType dtype) { return info(dtype).block_bits; }
+int64_t block_bytes(DType dtype) { return (info(dtype).block_bits + 7) / 8; }
+
+size_t storage_bytes(DType dtype, int64_t numel) {
+  const DTypeInfo& row = info(dtype);
+  if (numel < 0 || numel % row.block_values != 0)
+    contract_violation("storage_bytes: " + std::to_string(numel) + " values of " + row.name +
+                       " are not a whole number of its " + std::to_string(row.block_values) +
+                       "-value blocks");
+  const int64_t bits = numel / row.block_values * row.block_bits;
+  return static_cast<size_t>((bits + 7) / 8);
+}
+
+bool starts_storage_unit(DType dtype, int64_t index) {
+  const DTypeInfo& row = info(dtype);
+  return index % row.block_values == 0 && (index / row.block_values * row.block_bits) % 8 == 0;
+}
+
+size_t dtype_size(DType dtype) {
+  const DTypeInfo& row = info(dtype);
+  if (row.block_values != 1 || row.block_bits % 8 != 0)
+    contract_violation(std::string("dtype_size: ") + row.name +
+                       " has no whole bytes per value; count bytes with storage_bytes");
+  return static_cast<size_t>(row.block_bits / 8);
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& row : kDTypes) {
@@ -259,6 +309,205 @@ uint8_t f32_to_f8_e4m3fn(float value) {
 float f8_e5m2_to_f32(uint8_t bits) { return decode_small_float(bits, kE5m2Format); }
 uint8_t f32_to_f8_e5m2(float value) { return static_cast<uint8_t>(encode_narrow_float(value, kToE5m2)); }
 
+float f8_e8m0_to_f32(uint8_t bits) {
+  if (bits == 0xFF) return float_of(kF32Infinity | kF32QuietBit);
+  // 2^(bits - 127): an f32 with that biased exponent, except 0x00, whose 2^-127 is the f32
+  // subnormal with only the top mantissa bit set.
+  return bits == 0 ? float_of(kF32QuietBit) : float_of(static_cast<uint32_t>(bits) << kF32MantissaBits);
+}
+
+uint8_t f32_to_f8_e8m0(float value) {
+  // torch's float8_e8m0fnu cast (c10 fp8e8m0fnu_from_fp32_value): keep the f32 exponent field
+  // (so the sign is dropped and 0 or any subnormal starts at 0x00) and round it up by one when
+  // the mantissa's top bit (guard) is set and either a lower bit is set or the implicit bit
+  // is 1 (a normal f32): at exactly half a normal rounds up, a subnormal down.
+  const uint32_t bits = bits_of(value);
+  uint32_t exponent = (bits >> kF32MantissaBits) & 0xFF;
+  if (exponent == 0xFF) return 0xFF;  // NaN and +-Inf
+  const bool guard = (bits & 0x400000u) != 0;
+  const bool below_guard = (bits & 0x3FFFFFu) != 0;
+  if (guard && (below_guard || exponent > 0)) ++exponent;  // 254 + 1 is 0xFF, NaN
+  return static_cast<uint8_t>(exponent);
+}
+
+float f4_e2m1_to_f32(uint8_t bits) {
+  // Exponent 0 is subnormal (0 or 0.5); the rest are 2^(e - 1) x 1.m.
+  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float magnitude = kMagnitude[bits & 0x7];
+  return (bits & 0x8) ? -magnitude : magnitude;
+}
+uint8_t f32_to_f4_e2m1(float value) { return static_cast<uint8_t>(encode_narrow_float(value, kToE2m1)); }
+
+// ---------------------------------------------------------------------------------------
+// Block formats: 32 values share one scale. A block is its scale, then its elements, as in
+// ggml's block_q8_0, block_q4_0 and block_mxfp4 (the OCP MX spec fixes the encodings, not
+// where a scale is stored; keeping it in the block makes every format self-contained).
+// ---------------------------------------------------------------------------------------
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const uint8_t* block_of(const void* base, DType dtype, int64_t index) {
+  return static_cast<const uint8_t*>(base) + index / kBlock * (info(dtype).block_bits / 8);
+}
+
+// q4_0 (ggml): byte j % 16 holds element j (j < 16) in its low nibble and element j + 16 in
+// its high nibble.
+uint8_t q4_0_code(const uint8_t* qs, int64_t j) {
+  const uint8_t byte = qs[j % 16];
+  return j < 16 ? byte & 0x0F : byte >> 4;
+}
+
+// E2M1 pairs (OCP MX, torch's float4_e2m1fn_x2, safetensors F4): byte k holds element 2k in
+// its low nibble and element 2k + 1 in its high nibble.
+uint8_t pair_code(const uint8_t* packed, int64_t j) {
+  const uint8_t byte = packed[j / 2];
+  return j % 2 == 0 ? byte & 0x0F : byte >> 4;
+}
+void set_pair_code(uint8_t* packed, int64_t j, uint8_t code) {
+  uint8_t& byte = packed[j / 2];
+  byte = j % 2 == 0 ? static_cast<uint8_t>((byte & 0xF0) | code)
+                    : static_cast<uint8_t>((byte & 0x0F) | (code << 4));
+}
+
+// OCP MX: value = 2^(scale - 127) x element, and a NaN scale (0xFF) makes every value of the
+// block NaN. Exact in double (in f32, 2^127 x 448 would overflow).
+double mx_value(uint8_t scale, float element) {
+  if (scale == 0xFF) return kNaN;
+  return std::ldexp(static_cast<double>(element), static_cast<int>(scale) - 127);
+}
+
+double load_block_element(const void* base, DType dtype, int64_t index) {
+  const uint8_t* block = block_of(base, dtype, index);
+  const int64_t j = index % kBlock;
+  // q8_0 and q4_0: d x q with d an f16 (11 significant bits) and q at most 8 bits, so the
+  // product is exact, in double as in ggml's f32 dequantize_row_*.
+  const auto d = [block] { return static_cast<double>(f16_to_f32(load_as<uint16_t>(block, 0))); };
+  switch (dtype) {
+    case DType::q8_0: return d() * static_cast<int8_t>(block[2 + j]);
+    case DType::q4_0: return d() * (q4_0_code(block + 2, j) - 8);
+    case DType::mxfp8: return mx_value(block[0], f8_e4m3fn_to_f32(block[1 + j]));
+    case DType::mxfp4: return mx_value(block[0], f4_e2m1_to_f32(pair_code(block + 1, j)));
+    default: return kNaN;  // unreachable: called for the block formats only
+  }
+}
+
+// q8_0, after ggml's quantize_row_q8_0_ref (ggml/src/ggml-quants.c): d = amax / 127 in f32,
+// q = roundf(x * (1 / d)) (nearest, ties away from zero), d stored as f16 (nearest even).
+// Where ggml converts an out-of-range float to int8 (undefined behaviour, reached only when
+// d is an f32 subnormal, so that 1 / d is Inf and d's f16 is 0), q is clamped to +-127 and
+// NaN gives 0: the block decodes to zeros either way.
+void quantize_q8_0(const float* x, uint8_t* block) {
+  float amax = 0.0f;
+  for (int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_as<uint16_t>(block, 0, f32_to_f16(d));
+  for (int64_t j = 0; j < kBlock; ++j) {
+    const float q = std::round(x[j] * id);
+    block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::isnan(q) ? 0.0f : std::clamp(q, -127.0f, 127.0f)));
+  }
+}
+
+// q4_0, after ggml's quantize_row_q4_0_ref: the value of largest magnitude (the first one on
+// a tie), with its sign, sets d = max / -8, so that it gets q = 0 (-8 d) and the other end
+// reaches q = 16, clamped to 15; q = min(15, trunc(x * (1 / d) + 8.5)). The product and the
+// sum round to f32 separately, as ggml's C compiled without FMA does (gguf-py notes that an
+// FMA build rounds differently); `volatile` keeps a compiler that targets FMA from fusing
+// them. ggml's undefined float-to-int8 cases (1 / d is Inf; d's f16 is 0) give 0 or 15 here.
+uint8_t q4_0_quantize_one(float x, float id) {
+  volatile float scaled = x * id;
+  const float shifted = scaled + 8.5f;
+  if (!(shifted > 0.0f)) return 0;
+  return shifted >= 15.0f ? 15 : static_cast<uint8_t>(shifted);  // truncation toward zero
+}
+void quantize_q4_0(const float* x, uint8_t* block) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int64_t j = 0; j < kBlock; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8;  // an all-zero block gets -0 (0x8000), as in ggml
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_as<uint16_t>(block, 0, f32_to_f16(d));
+  for (int64_t j = 0; j < 16; ++j)
+    block[2 + j] = static_cast<uint8_t>(q4_0_quantize_one(x[j], id) | (q4_0_quantize_one(x[j + 16], id) << 4));
+}
+
+// mxfp8 and mxfp4, by the OCP MX v1.0 spec's conversion (section 6.3): the scale is
+// X = 2^(floor(log2(amax)) - emax_elem), clamped to E8M0's range 2^-127 .. 2^127, where
+// emax_elem is the exponent of the element format's largest normal (E4M3: 448 = 1.75 x 2^8,
+// so 8; E2M1: 6 = 1.5 x 2^2, so 2); each element is x / X rounded to the element format to
+// nearest even, clamped (saturated) to its largest magnitude. An all-zero block has no
+// log2(amax) and gets the smallest scale, 0x00, as torchao's to_mx (FLOOR mode) does.
+void quantize_mx(DType dtype, const float* x, uint8_t* block) {
+  const bool fp8 = dtype == DType::mxfp8;
+  float amax = 0.0f;
+  for (int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+  int exponent = -127;
+  if (amax > 0.0f) {
+    int frexp_exponent = 0;
+    std::frexp(amax, &frexp_exponent);  // amax = m x 2^e, m in [0.5, 1): floor(log2) = e - 1
+    exponent = std::clamp(frexp_exponent - 1 - (fp8 ? 8 : 2), -127, 127);
+  }
+  block[0] = static_cast<uint8_t>(exponent + 127);
+  for (int64_t j = 0; j < kBlock; ++j) {
+    // x / X is exact in double, and in f32 unless below 2^-126, where both element formats
+    // round to +-0 anyway (their smallest nonzero magnitudes are 2^-9 and 0.5).
+    const float scaled = static_cast<float>(std::ldexp(static_cast<double>(x[j]), -exponent));
+    if (fp8) {
+      block[1 + j] = f32_to_f8_e4m3fn(scaled);  // saturating to +-448 (docs/numerics.md)
+    } else {
+      set_pair_code(block + 1, j, f32_to_f4_e2m1(scaled));  // saturating to +-6
+    }
+  }
+}
+
+// A block holding a NaN or an Inf: a NaN scale and zero elements, so that every value of the
+// block decodes as NaN (neither ggml's f16 scale times a finite q nor an MX scale can say
+// which element it was). ggml's reference leaves this case to undefined float-to-int casts.
+void write_nan_block(DType dtype, uint8_t* block) {
+  std::memset(block, 0, static_cast<size_t>(info(dtype).block_bits / 8));
+  switch (dtype) {
+    case DType::q8_0: store_as<uint16_t>(block, 0, 0x7E00); break;
+    case DType::q4_0:
+      store_as<uint16_t>(block, 0, 0x7E00);
+      std::memset(block + 2, 0x88, 16);  // q = 8: the element 0
+      break;
+    default: block[0] = 0xFF; break;  // mxfp8, mxfp4
+  }
+}
+
+}  // namespace
+
+Status quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
+  if (!is_block_format(dtype))
+    return Status::unsupported(std::string("quantize_row: ") + dtype_name(dtype) +
+                               " is not a block format (store_element encodes its values)");
+  if (n < 0 || n % kBlock != 0)
+    return Status::bad_input("quantize_row: " + std::to_string(n) + " values of " + dtype_name(dtype) +
+                             " are not a whole number of 32-value blocks");
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t bytes = block_bytes(dtype);
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    const float* x = src + b * kBlock;
+    uint8_t* block = out + b * bytes;
+    if (!std::all_of(x, x + kBlock, [](float v) { return std::isfinite(v); })) {
+      write_nan_block(dtype, block);
+    } else if (dtype == DType::q8_0) {
+      quantize_q8_0(x, block);
+    } else if (dtype == DType::q4_0) {
+      quantize_q4_0(x, block);
+    } else {
+      quantize_mx(dtype, x, block);
+    }
+  }
+  return Status::ok();
+}
+
 double load_element(const void* base, DType dtype, int64_t index) {
   switch (dtype) {
     case DType::f32: return load_as<float>(base, index);
@@ -272,6 +521,12 @@ double load_element(const void* base, DType dtype, int64_t index) {
     case DType::i64: return static_cast<double>(load_as<int64_t>(base, index));  // exact to 2^53
     case DType::f64: return load_as<double>(base, index);
     case DType::boolean: return load_as<uint8_t>(base, index) != 0 ? 1.0 : 0.0;
+    case DType::f8_e8m0: return f8_e8m0_to_f32(load_as<uint8_t>(base, index));
+    case DType::f4_e2m1: return f4_e2m1_to_f32(pair_code(static_cast<const uint8_t*>(base), index));
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::mxfp8:
+    case DType::mxfp4: return load_block_element(base, dtype, index);
   }
   return 0.0;  // unreachable: every enumerator is handled above
 }
@@ -295,6 +550,14 @@ void store_element(void* base, DType dtype, int64_t index, double value) {
     case DType::f64: store_as<double>(base, index, value); return;
     // torch: bool(x) is x != 0, so NaN is true. Stored as the byte 0 or 1.
     case DType::boolean: store_as<uint8_t>(base, index, value != 0.0 ? 1 : 0); return;
+    case DType::f8_e8m0: store_as<uint8_t>(base, index, f32_to_f8_e8m0(as_f32())); return;
+    case DType::f4_e2m1: set_pair_code(static_cast<uint8_t*>(base), index, f32_to_f4_e2m1(as_f32())); return;
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::mxfp8:
+    case DType::mxfp4:
+      contract_violation(std::string("store_element: ") + dtype_name(dtype) +
+                         " is a block format; quantise whole blocks with quantize_row");
   }
 }
 

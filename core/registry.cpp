@@ -128,8 +128,8 @@ Result<double> minimal_bytes(const OpSpec& spec, const Problem& problem) {
   if (!sig) return sig.status();
   if (spec.bytes) return spec.bytes(problem);
   double bytes = 0;
-  for (const auto& t : sig->inputs) bytes += static_cast<double>(shape_numel(t.shape)) * dtype_size(t.dtype);
-  for (const auto& t : sig->outputs) bytes += static_cast<double>(shape_numel(t.shape)) * dtype_size(t.dtype);
+  for (const auto& t : sig->inputs) bytes += static_cast<double>(storage_bytes(t.dtype, shape_numel(t.shape)));
+  for (const auto& t : sig->outputs) bytes += static_cast<double>(storage_bytes(t.dtype, shape_numel(t.shape)));
   return bytes;
 }
 

@@ -326,10 +326,13 @@ Status SafetensorsWriter::add(const std::string& name, const Tensor& tensor) {
   for (const auto& item : items_)
     if (item.name == name)
       return Status::bad_input("safetensors writer: tensor " + quoted(name) + " added twice");
+  if (!safetensors_dtype_of(tensor.dtype))
+    return Status::unsupported("safetensors writer: tensor " + quoted(name) + " is " +
+                               dtype_name(tensor.dtype) + ", a block format safetensors has no dtype for");
   auto host = to_host(tensor);
   if (!host) return host.status();
   Item item{name, tensor.dtype, tensor.shape, {}};
-  item.bytes.resize(static_cast<size_t>(host->numel()) * host->element_size());
+  item.bytes.resize(storage_bytes(host->dtype, host->numel()));
   if (!item.bytes.empty()) std::memcpy(item.bytes.data(), host->host_data(), item.bytes.size());
   items_.push_back(std::move(item));
   return Status::ok();

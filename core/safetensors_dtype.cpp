@@ -30,12 +30,12 @@ const FileDTypeInfo kFileDTypes[] = {
     {SafetensorsDType::i32, "I32", 32, DType::i32, false},
     {SafetensorsDType::u64, "U64", 64, std::nullopt, false},
     {SafetensorsDType::i64, "I64", 64, DType::i64, false},
-    {SafetensorsDType::f4, "F4", 4, std::nullopt, true},
+    {SafetensorsDType::f4, "F4", 4, DType::f4_e2m1, true},
     {SafetensorsDType::f6_e2m3, "F6_E2M3", 6, std::nullopt, true},
     {SafetensorsDType::f6_e3m2, "F6_E3M2", 6, std::nullopt, true},
     {SafetensorsDType::f8_e4m3, "F8_E4M3", 8, DType::f8_e4m3fn, true},
     {SafetensorsDType::f8_e5m2, "F8_E5M2", 8, DType::f8_e5m2, true},
-    {SafetensorsDType::f8_e8m0, "F8_E8M0", 8, std::nullopt, true},
+    {SafetensorsDType::f8_e8m0, "F8_E8M0", 8, DType::f8_e8m0, true},
     {SafetensorsDType::f8_e4m3fnuz, "F8_E4M3FNUZ", 8, std::nullopt, true},
     {SafetensorsDType::f8_e5m2fnuz, "F8_E5M2FNUZ", 8, std::nullopt, true},
     {SafetensorsDType::f16, "F16", 16, DType::f16, true},
@@ -106,13 +106,16 @@ unsigned safetensors_bits(SafetensorsDType dtype) { return info(dtype).bits; }
 
 std::optional<DType> compute_dtype_of(SafetensorsDType dtype) { return info(dtype).compute; }
 
-SafetensorsDType safetensors_dtype_of(DType dtype) {
+std::optional<SafetensorsDType> safetensors_dtype_of(DType dtype) {
   for (const auto& row : kFileDTypes)
     if (row.compute == dtype) return row.dtype;
-  return SafetensorsDType::f32;  // unreachable: every DType has a row above
+  return std::nullopt;  // a block format: every scalar DType has a row above
 }
 
-const char* safetensors_dtype_name(DType dtype) { return safetensors_name(safetensors_dtype_of(dtype)); }
+const char* safetensors_dtype_name(DType dtype) {
+  const auto file_dtype = safetensors_dtype_of(dtype);
+  return file_dtype ? safetensors_name(*file_dtype) : nullptr;
+}
 
 std::optional<DType> dtype_from_safetensors(std::string_view name) {
   const auto file_dtype = parse_safetensors_name(name);

@@ -40,9 +40,11 @@ unsigned safetensors_bits(SafetensorsDType dtype);
 
 // The compute dtype holding the same values, when the suite computes in it.
 std::optional<DType> compute_dtype_of(SafetensorsDType dtype);
-// The file dtype a compute tensor is written as.
-SafetensorsDType safetensors_dtype_of(DType dtype);
-// The header name a compute tensor is written with: "F32", "BF16", "F8_E4M3", ...
+// The file dtype a compute tensor is written as; none for the block formats (q8_0, q4_0,
+// mxfp8, mxfp4), which the format cannot hold.
+std::optional<SafetensorsDType> safetensors_dtype_of(DType dtype);
+// The header name a compute tensor is written with: "F32", "BF16", "F8_E4M3", ...; null for
+// the block formats.
 const char* safetensors_dtype_name(DType dtype);
 // The compute dtype of a header name (case-sensitive, as the format says); nothing for names
 // that are not dtypes and for file dtypes the suite does not compute in.

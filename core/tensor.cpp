@@ -65,6 +65,27 @@ Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 
 bool Tensor::is_contiguous() const { return strides == contiguous_strides(shape); }
 
+Status Tensor::check_storage_layout() const {
+  if (is_block_format(dtype)) {
+    const int64_t block = block_values(dtype);
+    const auto refuse = [&](const std::string& why) {
+      return Status::unsupported("tensor " + describe() + ": " + why + " (a " + dtype_name(dtype) +
+                                 " row is whole " + std::to_string(block) + "-value blocks)");
+    };
+    if (ndim() == 0) return refuse("no last dim");
+    if (shape.back() % block != 0) return refuse("last dim is not a multiple of " + std::to_string(block));
+    if (shape.back() > 0 && strides.back() != 1) return refuse("last dim is not contiguous");
+    if (offset % block != 0) return refuse("offset is not a multiple of " + std::to_string(block));
+    for (int d = 0; d + 1 < ndim(); ++d)
+      if (shape[d] > 1 && strides[d] % block != 0)
+        return refuse("stride of dim " + std::to_string(d) + " is not a multiple of " + std::to_string(block));
+  } else if (!starts_storage_unit(dtype, offset)) {
+    return Status::unsupported("tensor " + describe() + ": offset " + std::to_string(offset) +
+                               " falls inside a byte of " + dtype_name(dtype));
+  }
+  return Status::ok();
+}
+
 int64_t Tensor::storage_span() const {
   if (numel() == 0) return 0;
   int64_t last = 0;
@@ -90,6 +111,7 @@ Result<Tensor> Tensor::permute(const std::vector<int>& dims) const {
     t.shape[i] = shape[d];
     t.strides[i] = strides[d];
   }
+  DNNB_TRY(t.check_storage_layout());
   return t;
 }
 
@@ -110,6 +132,7 @@ Result<Tensor> Tensor::slice(int dim, int64_t start, int64_t length) const {
   Tensor t = *this;
   t.offset += start * strides[dim];
   t.shape[dim] = length;
+  DNNB_TRY(t.check_storage_layout());
   return t;
 }
 
@@ -120,6 +143,7 @@ Result<Tensor> Tensor::reshape(const Shape& new_shape) const {
   Tensor t = *this;
   t.shape = new_shape;
   t.strides = contiguous_strides(new_shape);
+  DNNB_TRY(t.check_storage_layout());
   return t;
 }
 
@@ -140,18 +164,24 @@ Result<Tensor> Tensor::broadcast_to(const Shape& target) const {
   t.strides.assign(target.size(), 0);
   for (size_t i = 0; i < shape.size(); ++i)
     t.strides[lead + i] = (shape[i] == target[lead + i] && shape[i] != 1) ? strides[i] : 0;
+  DNNB_TRY(t.check_storage_layout());
   return t;
 }
 
 void* Tensor::host_data() const {
   if (!buffer || buffer->device == nullptr || !buffer->device->host_accessible()) return nullptr;
-  return static_cast<char*>(buffer->handle) + offset * static_cast<int64_t>(element_size());
+  if (!starts_storage_unit(dtype, offset)) return nullptr;
+  return static_cast<char*>(buffer->handle) + storage_bytes(dtype, offset);
 }
 
 Result<Tensor> empty_tensor(DeviceRuntime& device, DType dtype, const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) return Status::bad_input("negative dimension in " + shape_to_string(shape));
-  auto buffer = device.allocate(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  if (is_block_format(dtype) && (shape.empty() || shape.back() % block_values(dtype) != 0))
+    return Status::bad_input(std::string(dtype_name(dtype)) + " tensor of shape " + shape_to_string(shape) +
+                             ": its last dim must be a multiple of the " +
+                             std::to_string(block_values(dtype)) + "-value block");
+  auto buffer = device.allocate(storage_bytes(dtype, shape_numel(shape)));
   if (!buffer) return buffer.status();
   Tensor t;
   t.dtype = dtype;
@@ -162,23 +192,44 @@ Result<Tensor> empty_tensor(DeviceRuntime& device, DType dtype, const Shape& sha
 }
 
 namespace {
-// Gather a host view into contiguous bytes, one row at a time.
+// Copies n values of `dtype` from value si of `src` to value di of `dst` (both counted from a
+// storage-unit start). Whole-byte dtypes and whole blocks are bytes; f4_e2m1 moves nibble by
+// nibble (element 2k in the low nibble), keeping the other nibble of each byte it writes.
+void copy_values(DType dtype, const uint8_t* src, int64_t si, uint8_t* dst, int64_t di, int64_t n) {
+  if (dtype != DType::f4_e2m1) {
+    std::memcpy(dst + storage_bytes(dtype, di), src + storage_bytes(dtype, si), storage_bytes(dtype, n));
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t from = si + k, to = di + k;
+    const uint8_t code = (src[from / 2] >> (4 * (from % 2))) & 0x0F;
+    const int shift = static_cast<int>(4 * (to % 2));
+    dst[to / 2] = static_cast<uint8_t>((dst[to / 2] & ~(0x0F << shift)) | (code << shift));
+  }
+}
+
+// Gather a host view into contiguous storage, one row at a time: a unit-stride row (every
+// row of a block format) in one copy, otherwise value by value.
 void gather_rows(const Tensor& src, const RowIndex& ri, uint8_t* dst) {
-  const size_t es = src.element_size();
   const auto* base = static_cast<const uint8_t*>(src.buffer->handle);
   for (int64_t r = 0; r < ri.rows; ++r) {
-    int64_t row = ri.offset + ri.row_offset(r);
-    for (int64_t c = 0; c < ri.cols; ++c)
-      std::memcpy(dst + (r * ri.cols + c) * es, base + (row + c * ri.col_stride) * es, es);
+    const int64_t row = ri.offset + ri.row_offset(r);
+    if (ri.col_stride == 1) {
+      copy_values(src.dtype, base, row, dst, r * ri.cols, ri.cols);
+      continue;
+    }
+    for (int64_t c = 0; c < ri.cols; ++c) copy_values(src.dtype, base, row + c * ri.col_stride, dst, r * ri.cols + c, 1);
   }
 }
 void scatter_rows(const Tensor& dst, const RowIndex& ri, const uint8_t* src) {
-  const size_t es = dst.element_size();
   auto* base = static_cast<uint8_t*>(dst.buffer->handle);
   for (int64_t r = 0; r < ri.rows; ++r) {
-    int64_t row = ri.offset + ri.row_offset(r);
-    for (int64_t c = 0; c < ri.cols; ++c)
-      std::memcpy(base + (row + c * ri.col_stride) * es, src + (r * ri.cols + c) * es, es);
+    const int64_t row = ri.offset + ri.row_offset(r);
+    if (ri.col_stride == 1) {
+      copy_values(dst.dtype, src, r * ri.cols, base, row, ri.cols);
+      continue;
+    }
+    for (int64_t c = 0; c < ri.cols; ++c) copy_values(dst.dtype, src, r * ri.cols + c, base, row + c * ri.col_stride, 1);
   }
 }
 }  // namespace
@@ -194,15 +245,17 @@ Status copy_tensor(Tensor& dst, const Tensor& src) {
   if (dst.dtype != src.dtype || dst.shape != src.shape)
     return Status::bad_input("copy_tensor: " + src.describe() + " into " + dst.describe());
   if (!dst.buffer || !src.buffer) return Status::bad_input("copy_tensor: tensor without a buffer");
-  const size_t es = src.element_size();
-  const size_t bytes = static_cast<size_t>(src.numel()) * es;
+  DNNB_TRY(src.check_storage_layout());
+  DNNB_TRY(dst.check_storage_layout());
+  const DType dtype = src.dtype;
+  const size_t bytes = storage_bytes(dtype, src.numel());
   if (bytes == 0) return Status::ok();
   DeviceRuntime& sdev = *src.buffer->device;
   DeviceRuntime& ddev = *dst.buffer->device;
   // Stage 1: contiguous host bytes of src.
   std::vector<uint8_t> staging(bytes);
   if (src.is_contiguous()) {
-    DNNB_TRY(sdev.download(staging.data(), *src.buffer, src.offset * es, bytes));
+    DNNB_TRY(sdev.download(staging.data(), *src.buffer, storage_bytes(dtype, src.offset), bytes));
   } else {
     auto ri = row_index(src);
     if (!ri) return ri.status();
@@ -211,8 +264,8 @@ Status copy_tensor(Tensor& dst, const Tensor& src) {
     } else {
       // Download the whole span, then gather on the host.
       Tensor span = src;
-      std::vector<uint8_t> raw(static_cast<size_t>(src.storage_span()) * es);
-      DNNB_TRY(sdev.download(raw.data(), *src.buffer, src.offset * es, raw.size()));
+      std::vector<uint8_t> raw(storage_bytes(dtype, src.storage_span()));
+      DNNB_TRY(sdev.download(raw.data(), *src.buffer, storage_bytes(dtype, src.offset), raw.size()));
       HostDevice& host = scratch_host();
       auto tmp = host.allocate(raw.size());
       if (!tmp) return tmp.status();
@@ -223,8 +276,10 @@ Status copy_tensor(Tensor& dst, const Tensor& src) {
       gather_rows(span, *ri2, staging.data());
     }
   }
-  // Stage 2: into dst.
-  if (dst.is_contiguous()) return ddev.upload(*dst.buffer, dst.offset * es, staging.data(), bytes);
+  // Stage 2: into dst. A contiguous run of whole bytes is one upload; an f4_e2m1 run of odd
+  // length ends inside a byte, so it goes through the read-modify-write below.
+  if (dst.is_contiguous() && starts_storage_unit(dtype, dst.numel()))
+    return ddev.upload(*dst.buffer, storage_bytes(dtype, dst.offset), staging.data(), bytes);
   auto ri = row_index(dst);
   if (!ri) return ri.status();
   if (ddev.host_accessible()) {
@@ -232,8 +287,8 @@ Status copy_tensor(Tensor& dst, const Tensor& src) {
     return Status::ok();
   }
   // Read-modify-write the span so that bytes between rows (padding, guards) are kept.
-  std::vector<uint8_t> raw(static_cast<size_t>(dst.storage_span()) * es);
-  DNNB_TRY(ddev.download(raw.data(), *dst.buffer, dst.offset * es, raw.size()));
+  std::vector<uint8_t> raw(storage_bytes(dtype, dst.storage_span()));
+  DNNB_TRY(ddev.download(raw.data(), *dst.buffer, storage_bytes(dtype, dst.offset), raw.size()));
   HostDevice& host = scratch_host();
   auto tmp = host.allocate(raw.size());
   if (!tmp) return tmp.status();
@@ -243,7 +298,7 @@ Status copy_tensor(Tensor& dst, const Tensor& src) {
   span.offset = 0;
   auto ri2 = row_index(span);
   scatter_rows(span, *ri2, staging.data());
-  return ddev.upload(*dst.buffer, dst.offset * es, (*tmp)->handle, raw.size());
+  return ddev.upload(*dst.buffer, storage_bytes(dtype, dst.offset), (*tmp)->handle, raw.size());
 }
 
 Result<RowIndex> row_index(const Tensor& t) {

@@ -1,6 +1,12 @@
 // A tensor is a view: dtype, shape and strides (in elements), an element offset and a
 // buffer on some device. Views (permute, transpose, slice, reshape of contiguous data,
 // broadcast) never copy. Kernels see a tensor as a batch of rows: see RowIndex.
+//
+// Packed dtypes keep whole storage units addressable (core/dtype.h): a tensor of a block
+// format (q8_0, q4_0, mxfp8, mxfp4) has its last dim a multiple of 32 with stride 1, and its
+// offset and every other stride multiples of 32, so that each row is whole blocks; an
+// f4_e2m1 tensor starts on a byte (even offset). Views that would break this are refused
+// (unsupported). Byte counts and offsets are storage_bytes(dtype, elements).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -36,8 +42,10 @@ struct Tensor {
 
   int ndim() const { return static_cast<int>(shape.size()); }
   int64_t numel() const { return shape_numel(shape); }
-  size_t element_size() const { return dtype_size(dtype); }
   bool is_contiguous() const;
+  // ok when the view keeps a packed dtype's storage units whole (above); unsupported, naming
+  // the view, otherwise. Always ok for whole-byte scalar dtypes.
+  Status check_storage_layout() const;
   // Elements [offset, offset + span) of the buffer are what this view can touch.
   int64_t storage_span() const;
   // "4x8:8x1+0 bf16"
@@ -53,14 +61,18 @@ struct Tensor {
   // True when this shape can be repeated (numpy rules) to `target`.
   bool can_broadcast_to(const Shape& target) const;
 
-  // Host pointer to element 0 of the view; only for host-accessible buffers.
+  // Host pointer to element 0 of the view (byte storage_bytes(dtype, offset) of the buffer);
+  // null for a buffer the host cannot read, or an offset that does not start a storage unit.
   void* host_data() const;
 };
 
-// New contiguous tensor on `device`.
+// New contiguous tensor on `device` of storage_bytes(dtype, numel) bytes; bad_input for a
+// shape a block format cannot hold (last dim not a multiple of 32, or no dims).
 Result<Tensor> empty_tensor(DeviceRuntime& device, DType dtype, const Shape& shape);
 // Copy between devices or within one. Both views must have the same dtype and shape;
-// non-contiguous views are gathered/scattered through the host.
+// non-contiguous views are gathered/scattered through the host (block formats a row of
+// whole blocks at a time, f4_e2m1 a nibble at a time); bytes of the destination's buffer
+// outside its elements, the other nibble of a shared f4_e2m1 byte included, are kept.
 Status copy_tensor(Tensor& dst, const Tensor& src);
 // A contiguous host copy of any tensor.
 Result<Tensor> to_host(const Tensor& src);

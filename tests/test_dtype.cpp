@@ -1,6 +1,7 @@
 // core/dtype.cpp against torch: every decode and the edge-case encodes recorded in
 // suites/fixtures/casts (see docs/numerics.md), then each rule of docs/numerics.md pinned by
-// name, then names, sizes and load_element/store_element for every dtype.
+// name, then names, sizes and load_element/store_element for every scalar dtype, and the
+// E8M0 / E2M1 scalar formats. The block formats: tests/test_block_formats.cpp.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -273,29 +274,53 @@ TEST(DtypeEdges, NegativeZeroKept) {
 // ---- names and sizes --------------------------------------------------------------------
 
 TEST(DtypeNames, EveryDtypeRoundTripsThroughBothNames) {
-  const std::vector<std::pair<const char*, const char*>> expected = {
-      {"f32", "F32"}, {"f16", "F16"}, {"bf16", "BF16"}, {"f8_e4m3fn", "F8_E4M3"},
-      {"f8_e5m2", "F8_E5M2"}, {"i8", "I8"}, {"u8", "U8"}, {"i32", "I32"},
-      {"i64", "I64"}, {"f64", "F64"}, {"bool", "BOOL"}};
-  const std::vector<size_t> sizes = {4, 2, 2, 1, 1, 1, 1, 4, 8, 8, 1};
+  struct Row {
+    const char* name;
+    const char* safetensors;  // null: the format has no dtype for it
+    int64_t block_values;
+    int64_t block_bytes;
+  };
+  // In enum order: new dtypes are appended, so the numbering of the earlier ones is fixed.
+  const std::vector<Row> expected = {
+      {"f32", "F32", 1, 4},  {"f16", "F16", 1, 2},         {"bf16", "BF16", 1, 2},
+      {"f8_e4m3fn", "F8_E4M3", 1, 1}, {"f8_e5m2", "F8_E5M2", 1, 1}, {"i8", "I8", 1, 1},
+      {"u8", "U8", 1, 1},    {"i32", "I32", 1, 4},         {"i64", "I64", 1, 8},
+      {"f64", "F64", 1, 8},  {"bool", "BOOL", 1, 1},       {"f8_e8m0", "F8_E8M0", 1, 1},
+      {"f4_e2m1", "F4", 1, 1}, {"q8_0", nullptr, 32, 34},  {"q4_0", nullptr, 32, 18},
+      {"mxfp8", nullptr, 32, 33}, {"mxfp4", nullptr, 32, 17}};
   ASSERT_EQ(all_dtypes().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     const DType dtype = all_dtypes()[i];
+    const Row& row = expected[i];
+    SCOPED_TRACE(row.name);
     EXPECT_EQ(static_cast<size_t>(dtype), i);
-    EXPECT_STREQ(dtype_name(dtype), expected[i].first);
-    EXPECT_STREQ(safetensors_dtype_name(dtype), expected[i].second);
-    EXPECT_EQ(parse_dtype(expected[i].first), dtype);
-    EXPECT_EQ(dtype_from_safetensors(expected[i].second), dtype);
-    EXPECT_EQ(dtype_size(dtype), sizes[i]) << expected[i].first;
+    EXPECT_STREQ(dtype_name(dtype), row.name);
+    EXPECT_EQ(parse_dtype(row.name), dtype);
+    if (row.safetensors != nullptr) {
+      EXPECT_STREQ(safetensors_dtype_name(dtype), row.safetensors);
+      EXPECT_EQ(dtype_from_safetensors(row.safetensors), dtype);
+    } else {
+      EXPECT_EQ(safetensors_dtype_name(dtype), nullptr);
+    }
+    EXPECT_EQ(block_values(dtype), row.block_values);
+    EXPECT_EQ(block_bytes(dtype), row.block_bytes);
+    EXPECT_EQ(is_block_format(dtype), row.block_values > 1);
+    // Two blocks: two block_bytes, except f4_e2m1's two 4-bit values, which share one byte.
+    EXPECT_EQ(storage_bytes(dtype, 2 * row.block_values), dtype == DType::f4_e2m1 ? 1u : static_cast<size_t>(2 * row.block_bytes));
+    // dtype_size is defined for whole-byte scalar formats only (block and f4 sizes abort).
+    if (row.block_values == 1 && dtype != DType::f4_e2m1) EXPECT_EQ(dtype_size(dtype), static_cast<size_t>(row.block_bytes));
   }
   EXPECT_TRUE(is_floating(DType::f8_e5m2));
   EXPECT_TRUE(is_floating(DType::f64));
+  EXPECT_TRUE(is_floating(DType::q4_0));
+  EXPECT_TRUE(is_floating(DType::f8_e8m0));
   EXPECT_FALSE(is_floating(DType::i64));
   EXPECT_FALSE(is_floating(DType::boolean));
 }
 
 TEST(DtypeNames, UnknownAndMiscasedNamesAreRejected) {
-  for (const char* name : {"", "F32", "float32", "bf 16", "boolean", "f8_e4m3"})
+  for (const char* name : {"", "F32", "float32", "bf 16", "boolean", "f8_e4m3", "Q8_0", "q8", "mxfp6",
+                           "f8_e8m0fnu", "F4", "f4"})
     EXPECT_FALSE(parse_dtype(name).has_value()) << name;
   for (const char* name : {"", "f32", "F8_E4M3FN", "f8_e4m3", "Bool", "I16", "U16"})
     EXPECT_FALSE(dtype_from_safetensors(name).has_value()) << name;
@@ -395,6 +420,68 @@ TEST(DtypeElements, LoadReadsTheBitsOfEveryDtype) {
   // `index` counts elements, not bytes.
   const int64_t pair[2] = {7, -9};
   EXPECT_EQ(load_element(pair, DType::i64, 1), -9.0);
+}
+
+// ---- E8M0 and E2M1, the MX formats' scale and FP4 element -------------------------------
+
+TEST(DtypeE8m0, DecodesEveryCode) {
+  for (int code = 0; code < 255; ++code)
+    EXPECT_EQ(f8_e8m0_to_f32(static_cast<uint8_t>(code)), std::ldexp(1.0f, code - 127)) << code;
+  EXPECT_EQ(bits_of(f8_e8m0_to_f32(0x00)), 0x00400000u);  // 2^-127, an f32 subnormal
+  EXPECT_TRUE(std::isnan(f8_e8m0_to_f32(0xFF)));
+  const uint8_t codes[3] = {0x7F, 0x80, 0xFF};
+  EXPECT_EQ(load_element(codes, DType::f8_e8m0, 0), 1.0);
+  EXPECT_EQ(load_element(codes, DType::f8_e8m0, 1), 2.0);
+  EXPECT_TRUE(std::isnan(load_element(codes, DType::f8_e8m0, 2)));
+}
+
+TEST(DtypeE8m0, EncodesAsTorchFloat8E8m0fnu) {
+  // torch 2.15's tensor.to(torch.float8_e8m0fnu) on CPU gives these codes (checked with torch
+  // for each input here): the sign is dropped, a mantissa past half rounds the exponent up,
+  // exactly half rounds up for a normal f32 and down for a subnormal.
+  const std::vector<std::pair<float, uint8_t>> cases = {
+      {1.0f, 127}, {1.5f, 128}, {1.4f, 127}, {0.75f, 127}, {3.0f, 129}, {-2.0f, 128},
+      {0.0f, 0}, {-0.0f, 0}, {std::ldexp(1.0f, -127), 0}, {std::ldexp(1.0f, -128), 0},
+      {float_of(0x00600000), 1}, {float_of(0x00400001), 1}, {std::ldexp(1.0f, 127), 254},
+      {std::ldexp(1.5f, 126), 254}, {std::ldexp(1.5f, 127), 255}, {std::ldexp(1.4f, 126), 253}, {1e-45f, 0},
+      {std::numeric_limits<float>::infinity(), 255}, {-std::numeric_limits<float>::infinity(), 255},
+      {std::numeric_limits<float>::quiet_NaN(), 255}};
+  for (const auto& [value, code] : cases) EXPECT_EQ(f32_to_f8_e8m0(value), code) << value;
+  uint8_t stored = 0;
+  store_element(&stored, DType::f8_e8m0, 0, 5.0);  // 1.25 x 2^2: rounds down to 4
+  EXPECT_EQ(stored, 129);
+}
+
+TEST(DtypeE2m1, DecodesEveryCode) {
+  const float magnitudes[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  for (int code = 0; code < 16; ++code) {
+    const float value = f4_e2m1_to_f32(static_cast<uint8_t>(code));
+    EXPECT_EQ(value, code < 8 ? magnitudes[code] : -magnitudes[code - 8]) << code;
+    EXPECT_EQ(std::signbit(value), code >= 8) << code;  // 0x8 is -0
+  }
+  // Element 2k in the low nibble, 2k + 1 in the high one (OCP MX, safetensors F4).
+  const uint8_t pairs[2] = {0x72, 0x9F};
+  EXPECT_EQ(load_element(pairs, DType::f4_e2m1, 0), 1.0);
+  EXPECT_EQ(load_element(pairs, DType::f4_e2m1, 1), 6.0);
+  EXPECT_EQ(load_element(pairs, DType::f4_e2m1, 2), -6.0);
+  EXPECT_EQ(load_element(pairs, DType::f4_e2m1, 3), -0.5);
+}
+
+TEST(DtypeE2m1, EncodesToNearestEvenAndSaturates) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::pair<float, uint8_t>> cases = {
+      {0.25f, 0x0}, {0.26f, 0x1}, {0.75f, 0x2}, {1.25f, 0x2}, {1.75f, 0x4}, {2.5f, 0x4},
+      {3.5f, 0x6}, {5.0f, 0x6}, {5.01f, 0x7}, {6.0f, 0x7}, {7.0f, 0x7}, {1e30f, 0x7},
+      {inf, 0x7}, {-inf, 0xF}, {nan, 0x7}, {-nan, 0xF}, {-0.0f, 0x8}, {-0.3f, 0x9},
+      {-1e-30f, 0x8}, {-4.0f, 0xE}};
+  for (const auto& [value, code] : cases) EXPECT_EQ(f32_to_f4_e2m1(value), code) << value;
+  // Stores write one nibble and keep the other.
+  uint8_t pairs[2] = {0xA5, 0xA5};
+  store_element(pairs, DType::f4_e2m1, 1, 3.0);
+  store_element(pairs, DType::f4_e2m1, 2, -1.0);
+  EXPECT_EQ(pairs[0], 0x55);
+  EXPECT_EQ(pairs[1], 0xAA);
 }
 
 }  // namespace

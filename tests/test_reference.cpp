@@ -534,7 +534,7 @@ TEST(ReferenceBackend, WritesThroughOutputViews) {
       const TensorSpec& out = sig->outputs[0];
       const int64_t guard = 16, count = shape_numel(out.shape);
       Tensor buffer = host_tensor(out.dtype, {count + 2 * guard});
-      std::memset(buffer.host_data(), 0xA5, buffer.numel() * buffer.element_size());
+      std::memset(buffer.host_data(), 0xA5, storage_bytes(buffer.dtype, buffer.numel()));
       Tensor view = buffer;
       view.shape = out.shape;
       view.strides = contiguous_strides(out.shape);
@@ -555,10 +555,11 @@ TEST(ReferenceBackend, WritesThroughOutputViews) {
         EXPECT_EQ(got[i], values_of(one)[0]) << "element " << i;
       }
       const auto* bytes = static_cast<const uint8_t*>(buffer.buffer->handle);
-      const size_t es = buffer.element_size();
-      for (size_t i = 0; i < guard * es; ++i) {
+      const size_t guard_bytes = storage_bytes(buffer.dtype, guard);
+      const size_t output_end = storage_bytes(buffer.dtype, guard + count);
+      for (size_t i = 0; i < guard_bytes; ++i) {
         EXPECT_EQ(bytes[i], 0xA5) << "guard byte " << i << " before the output";
-        EXPECT_EQ(bytes[(guard + count) * es + i], 0xA5) << "guard byte " << i << " after the output";
+        EXPECT_EQ(bytes[output_end + i], 0xA5) << "guard byte " << i << " after the output";
       }
     }
   }

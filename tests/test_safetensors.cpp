@@ -104,7 +104,7 @@ void expect_entry(const SafetensorsFile& file, const std::string& name, DType dt
   EXPECT_EQ(entry->file_dtype, safetensors_dtype_of(dtype)) << name;
   EXPECT_EQ(entry->shape, shape) << name;
   EXPECT_EQ(entry->numel, static_cast<uint64_t>(shape_numel(shape))) << name;
-  EXPECT_EQ(entry->end - entry->begin, shape_numel(shape) * dtype_size(dtype)) << name;
+  EXPECT_EQ(entry->end - entry->begin, storage_bytes(dtype, shape_numel(shape))) << name;
 }
 
 TEST(Safetensors, CorpusHasEveryExpectedFileAndNoUnlistedOne) {

@@ -100,7 +100,7 @@ Result<HostRows> rows_of(const Tensor& t) {
   h.data = static_cast<char*>(data);
   h.index = *index;
   h.index.offset = 0;  // data already points at the view's element 0
-  h.element_size = t.element_size();
+  h.element_size = dtype_size(t.dtype);
   return h;
 }
 }  // namespace

@@ -213,7 +213,7 @@ Status with_format(DType dtype, F&& f) {
 bool stream_output(int64_t output_bytes, int64_t input_bytes);
 
 // Bytes of t's elements: what an op reads of an input, however it is broadcast.
-inline int64_t tensor_bytes(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+inline int64_t tensor_bytes(const Tensor& t) { return static_cast<int64_t>(storage_bytes(t.dtype, t.numel())); }
 
 // Writes y[0, n): gen2(i) returns the 32 values of columns [i, i + 32) as a Vecs<2>,
 // gen(i, m) the 16 values of columns [i, i + 16) (lanes outside mask m are ignored) for

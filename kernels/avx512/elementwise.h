@@ -33,7 +33,7 @@ inline bool dense_like(const Tensor& view, const Shape& shape, bool* repeated) {
 inline HostRows one_row(const Tensor& view, int64_t numel, bool repeated) {
   HostRows h;
   h.data = static_cast<char*>(view.host_data());
-  h.element_size = view.element_size();
+  h.element_size = dtype_size(view.dtype);
   h.index.rows = 1;
   h.index.cols = numel;
   h.index.col_stride = repeated ? 0 : 1;

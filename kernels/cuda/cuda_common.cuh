@@ -326,7 +326,7 @@ Status expect_tensor(const Tensor& t, DType dtype, const char* what);
 template <typename T>
 T* data_ptr(const Tensor& t) {
   return reinterpret_cast<T*>(static_cast<char*>(t.buffer->handle) +
-                              t.offset * static_cast<int64_t>(t.element_size()));
+                              storage_bytes(t.dtype, t.offset));
 }
 
 // True when every row of `ri` starting at `data` is 16-byte aligned and has unit stride.

@@ -45,7 +45,7 @@ void check_accepted_file(const dnnb::SafetensorsFile& file, size_t file_size) {
     require(tensor.is_ok() == entry.dtype.has_value());
     if (tensor.is_ok())
       require(static_cast<uint64_t>(tensor->numel()) == entry.numel &&
-              tensor->numel() * static_cast<int64_t>(dnnb::dtype_size(*entry.dtype)) ==
+              static_cast<int64_t>(dnnb::storage_bytes(*entry.dtype, tensor->numel())) ==
                   static_cast<int64_t>(entry.end - entry.begin));
     else
       require(tensor.status().code == dnnb::StatusCode::bad_input);
