@@ -10,23 +10,11 @@
 // 64 multiply-adds. Loads follow the operand's unit-stride dim (the host says which one it is)
 // so consecutive items read consecutive addresses; the local tiles are k-major either way.
 // Edges: loads past M, N or K read 0 and stores past M or N are skipped, so any shape works.
+// The operands' struct (dnnb_gemm) is in product_body.cl.
 #define DNNB_GEMM_TILE 64                     // rows and columns of y per work-group
 #define DNNB_GEMM_KT 16                       // k per local-memory step
 #define DNNB_GEMM_LD (DNNB_GEMM_TILE + 4)     // floats per k row of a local tile (pad: 4)
 #define DNNB_GEMM_LD4 (DNNB_GEMM_LD / 4)      // the same in float4
-
-// Must match ClGemm in gemm.cpp field for field (all 64-bit: no padding rules to agree on).
-typedef struct {
-  long m, n, k;
-  long a_offset, a_batch, a_row, a_col;  // A (M x K): element (i, k) at a_offset + i a_row + k a_col
-  long b_offset, b_batch, b_row, b_col;  // B (K x N): element (k, j) at b_offset + k b_row + j b_col
-  long y_offset, y_batch, y_row, y_col;
-  long bias_offset, bias_stride;
-  long a_k_fast;  // 1: A's unit-stride dim is k (row-major A); 0: it is m (or neither)
-  long b_n_fast;  // 1: B's unit-stride dim is n (row-major B); 0: it is k (linear's w, or neither)
-  long has_bias;
-  long y_f32;     // y is f32 (y.dt=f32) rather than the storage dtype
-} dnnb_gemm;
 
 // One 64 x 16 slab of an operand into a k-major local tile: `rows` of the slab index the tile's
 // 64 entries (m for A, n for B), `kk` its 16 k. fast_k: the operand's unit-stride dim is k, so
