@@ -123,6 +123,35 @@ const Implementation* Registry::find_implementation(const std::string& op, const
   return nullptr;
 }
 
+bool op_selected(const std::string& op_filter, const std::string& op) {
+  size_t start = 0;
+  while (start <= op_filter.size()) {
+    size_t comma = op_filter.find(',', start);
+    if (comma == std::string::npos) comma = op_filter.size();
+    const std::string glob = op_filter.substr(start, comma - start);
+    if (!glob.empty() && fnmatch(glob.c_str(), op.c_str(), 0) == 0) return true;
+    start = comma + 1;
+  }
+  return false;
+}
+
+std::string reference_limit_text() {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", kReferenceMaxFlops);
+  return text;
+}
+
+bool ProblemText::applies_to(DType dtype) const {
+  return only.empty() || std::find(only.begin(), only.end(), dtype) != only.end();
+}
+
+Result<std::optional<Problem>> problem_at(const OpSpec& spec, const ProblemText& text, DType dtype) {
+  if (!text.applies_to(dtype)) return std::optional<Problem>();
+  auto p = Problem::parse(spec.name + ":" + dtype_name(dtype) + ":" + text.text);
+  if (!p) return Status::bad_input("op " + spec.name + ": problem '" + text.text + "': " + p.status().message);
+  return std::optional<Problem>(std::move(*p));
+}
+
 Result<double> minimal_bytes(const OpSpec& spec, const Problem& problem) {
   auto sig = spec.signature(problem);
   if (!sig) return sig.status();
