@@ -1,5 +1,5 @@
 // The cuBLAS peer's shared part (cublas_common.h): handles, the column-major mapping, the
-// calls, registration.
+// cublasGemmEx / cublasLtMatmul calls, registration.
 #include "kernels/peers/cublas/cublas_common.h"
 
 #include <algorithm>
@@ -107,6 +107,119 @@ bool fits_int(std::initializer_list<int64_t> values) {
   return std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 0 && v <= INT_MAX; });
 }
 
+// One cuBLASLt handle per device, created on first use and kept for the process. Lt handles
+// carry no stream: each cublasLtMatmul is given the device's stream.
+Result<cublasLtHandle_t> lt_handle_of(const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<int, cublasLtHandle_t> handles;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = handles.find(device.ordinal()); it != handles.end()) return it->second;
+  cublasLtHandle_t handle = nullptr;
+  DNNB_CUBLAS_TRY(cublasLtCreate(&handle));
+  handles[device.ordinal()] = handle;
+  return handle;
+}
+
+// Owners of the Lt descriptors of one call, destroyed on every return path (a destroy's status
+// is dropped: the call's own status is what the caller sees).
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescs() {
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (c) (void)cublasLtMatrixLayoutDestroy(c);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+  }
+};
+
+// The largest power of two (at most 256) dividing a device address: the alignment the Lt
+// heuristic must assume for an operand (it assumes 256 bytes unless told).
+uint32_t alignment_of(const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+// The product with its bias added by cuBLASLt's CUBLASLT_EPILOGUE_BIAS: the f32 accumulator
+// plus the bias (read in the output dtype, which is the input dtype here) is rounded once to y.
+// Same column-major mapping as run_product: D (m = N rows, n = M cols, ld ldc) = op(B') op(A'),
+// and the bias runs along D's rows, so it is linear's [N] vector as is. Split-K reductions are
+// restricted to none or one in the compute type (f32) so partial sums are never rounded to y's
+// f16/bf16 (what CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION does for cublasGemmEx).
+Status run_product_lt_bias(const CudaDevice& device, OpCall& call, const Product& p, const Operand& a_view,
+                           const Operand& b_view, int64_t ldc) {
+  if (p.batch != 1) return Status::unsupported("cublas: a bias on a batched product");
+  if (p.out_dtype != p.in_dtype)
+    return Status::unsupported(std::string("cublas: the Lt bias epilogue reads its bias in the output dtype (") +
+                               dtype_name(p.out_dtype) + "), the bias here is " + dtype_name(p.in_dtype));
+  auto handle = lt_handle_of(device);
+  if (!handle) return handle.status();
+  const cublasComputeType_t compute = p.in_dtype != DType::f32 ? CUBLAS_COMPUTE_32F
+                                      : p.tf32                 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                               : CUBLAS_COMPUTE_32F_PEDANTIC;
+  const cudaDataType_t in_type = cuda_type(p.in_dtype), out_type = cuda_type(p.out_dtype);
+  const uint64_t m = static_cast<uint64_t>(p.n), n = static_cast<uint64_t>(p.m), k = static_cast<uint64_t>(p.k);
+
+  LtDescs d;
+  DNNB_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
+  const int32_t trans_a = b_view.op, trans_b = a_view.op;
+  DNNB_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
+  DNNB_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  DNNB_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  const int32_t bias_type = out_type;
+  DNNB_CUBLAS_TRY(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+  const void* bias = p.bias;
+  DNNB_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+
+  // Layouts of the operands as stored (column-major): an op-T operand is stored transposed.
+  const bool a_t = b_view.op == CUBLAS_OP_T, b_t = a_view.op == CUBLAS_OP_T;
+  DNNB_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.a, in_type, a_t ? k : m, a_t ? m : k, b_view.ld));
+  DNNB_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.b, in_type, b_t ? n : k, b_t ? k : n, a_view.ld));
+  DNNB_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.c, out_type, m, n, ldc));
+
+  uint64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+  if (call.workspace.buffer && call.workspace.buffer->handle != nullptr) {
+    workspace = data_of(call.workspace);
+    workspace_bytes = storage_bytes(call.workspace.dtype, call.workspace.numel());
+  }
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&d.pref));
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                       &workspace_bytes, sizeof(workspace_bytes)));
+  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                       &reductions, sizeof(reductions)));
+  const uint32_t align_a = alignment_of(p.b), align_b = alignment_of(p.a), align_c = alignment_of(p.y);
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                       sizeof(align_a)));
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                                       sizeof(align_b)));
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
+                                                       sizeof(align_c)));
+  DNNB_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
+                                                       sizeof(align_c)));
+
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  DNNB_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(*handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &heuristic, &found));
+  if (found < 1)
+    return Status::unsupported(std::string("cublas: cublasLtMatmulAlgoGetHeuristic found no algorithm for a ") +
+                               dtype_name(p.in_dtype) + " product with a bias epilogue (" + std::to_string(p.m) + "x" +
+                               std::to_string(p.n) + "x" + std::to_string(p.k) + ", alignments A " +
+                               std::to_string(align_a) + " B " + std::to_string(align_b) + " D " +
+                               std::to_string(align_c) + " bytes, workspace " + std::to_string(workspace_bytes) + ")");
+  const float one = 1.f, zero = 0.f;
+  DNNB_CUBLAS_TRY(cublasLtMatmul(*handle, d.op, &one, p.b, d.a, p.a, d.b, &zero, p.y, d.c, p.y, d.c, &heuristic.algo,
+                                 workspace, workspace_bytes, device.stream()));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status cublas_status(cublasStatus_t status, const char* call, const char* file, int line) {
@@ -150,6 +263,10 @@ Status run_product(const CudaDevice& device, OpCall& call, const Product& p) {
   if (ldc < p.n) return Status::unsupported("cublas: y's row stride " + std::to_string(p.y_m) + " is below N");
   if (!fits_int({p.m, p.n, p.k, a_view->ld, b_view->ld, ldc, p.batch}))
     return Status::unsupported("cublas: a dim or leading dim beyond 2^31 - 1");
+  // A bias with an f16/bf16 y goes through the Lt epilogue (rounded once); an f32 y holds the
+  // bias exactly, so the two-product path below also rounds the sum once.
+  if (p.bias != nullptr && p.out_dtype != DType::f32)
+    return run_product_lt_bias(device, call, p, *a_view, *b_view, ldc);
 
   auto handle = handle_of(device);
   if (!handle) return handle.status();

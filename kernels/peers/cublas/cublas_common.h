@@ -1,6 +1,7 @@
-// cuBLAS (cublasGemmEx / cublasGemmStridedBatchedEx) as a peer backend for the matrix
-// products. Each op file turns its operands into one Product; this file maps a Product to
-// cuBLAS's column-major conventions, owns the per-device handle and registers the ops.
+// cuBLAS (cublasGemmEx / cublasGemmStridedBatchedEx, cublasLtMatmul for a bias on an f16/bf16
+// y) as a peer backend for the matrix products. Each op file turns its operands into one
+// Product; this file maps a Product to cuBLAS's column-major conventions, owns the per-device
+// handles and registers the ops.
 //
 // Mapping: a row-major y (M x N, row stride ldy) is the column-major matrix y^T (N x M, leading
 // dim ldy), and y = A B is y^T = B^T A^T, so cuBLAS computes C = op(B') op(A') with m = N,
@@ -12,10 +13,16 @@
 // Numerics: f32 accumulation always (CUBLAS_COMPUTE_32F, with
 // CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION so split-K partial sums are not rounded to
 // f16/bf16); f32 without tf32 is CUBLAS_COMPUTE_32F_PEDANTIC (full f32, no tf32 whatever
-// NVIDIA_TF32_OVERRIDE says); tf32=1 is CUBLAS_COMPUTE_32F_FAST_TF32. A bias (linear) is
-// written into y first by a K = 1 product (a column of ones times the bias row: exact), then
-// the main product adds to it with beta = 1, so the sum is rounded once.
+// NVIDIA_TF32_OVERRIDE says); tf32=1 is CUBLAS_COMPUTE_32F_FAST_TF32.
+//
+// A bias (linear) must be added to the f32 accumulator before the one rounding to y, as
+// PyTorch does in cuBLASLt's epilogue. With an f16/bf16 y the product is one cublasLtMatmul
+// with CUBLASLT_EPILOGUE_BIAS (bias read in y's dtype, added in f32, rounded once); adding to a
+// bf16 y with beta = 1 would round the bias and the product separately. With an f32 y the bias
+// is written into y first by a K = 1 product (a column of ones times the bias row: exact in
+// f32), then the main product adds to it with beta = 1, one f32 rounding of the same sum.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <functional>
@@ -57,7 +64,8 @@ void* data_of(const Tensor& t);
 // inputs, f32.
 Status expect_output(const Tensor& y, DType in_dtype);
 
-// Runs the product with cuBLAS on the device's stream, using the call's workspace.
+// Runs the product with cuBLAS (or cuBLASLt, see above) on the device's stream, using the
+// call's workspace.
 Status run_product(const CudaDevice& device, OpCall& call, const Product& p);
 
 // The workspace every cuBLAS call gets (cublasSetWorkspace): 32 MiB, what NVIDIA recommends

@@ -1,5 +1,6 @@
 // cuBLAS linear: y = x @ w^T (+ b) as cublasGemmEx, w [N, K] read as the transposed K x N
-// operand; the bias through a first K = 1 product and beta = 1 (cublas_common.h).
+// operand; a bias on an f16/bf16 y through cublasLtMatmul's bias epilogue, on an f32 y through
+// a first K = 1 product and beta = 1 (cublas_common.h says why).
 #include "kernels/peers/cublas/cublas_common.h"
 #include "suites/ops/gemm_desc.h"
 
@@ -43,7 +44,7 @@ Status run_linear(OpCall& call) {
       return Status::bad_input("cublas linear: bias " + bias.describe() + " is not [" + std::to_string(d->n) + "] " +
                                dtype_name(in));
     if (d->n > 1 && bias.strides[0] != 1)
-      return Status::unsupported("cublas linear: the bias product needs a unit-stride bias, got " + bias.describe());
+      return Status::unsupported("cublas linear: the bias needs unit stride, got " + bias.describe());
     p.bias = data_of(bias);
   }
   return run_product(**device, call, p);
