@@ -104,7 +104,7 @@ Result<std::unique_ptr<PreparedCase>> PreparedCase::prepare(const OpSpec& spec, 
   if (!bytes) return bytes.status();
   result.bytes = *bytes;
   result.flops = spec.flops ? spec.flops(problem) : 0;
-  result.compute_unit = impl.compute_unit;
+  result.compute_unit = impl.unit_for(problem, device);
   result.cache = options.cache;
   result.cache_bytes = last_level_cache_bytes(device.info());
   double set_bytes = 0;

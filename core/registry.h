@@ -133,6 +133,12 @@ struct Implementation {
   // The arithmetic unit the kernel computes on, naming the ceiling bench judges FLOP/s
   // against (core/ceilings.h): family-1 kernels compute in f32 whatever the storage dtype.
   std::string compute_unit = "f32_fma";
+  // When the unit depends on the problem or the device (a product on tensor cores at bf16 and
+  // on the FMA units at f32): it, instead of compute_unit.
+  std::function<std::string(const Problem&, const DeviceRuntime&)> compute_unit_for;
+  std::string unit_for(const Problem& problem, const DeviceRuntime& device) const {
+    return compute_unit_for ? compute_unit_for(problem, device) : compute_unit;
+  }
 
   bool is_default() const { return variant.empty(); }
   std::string label() const { return variant.empty() ? backend : backend + "/" + variant; }

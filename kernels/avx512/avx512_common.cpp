@@ -195,7 +195,8 @@ RowChunks plan_row_chunks(int64_t rows, int64_t cols) {
 
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run, std::string variant, std::string when) {
+                     std::function<Status(OpCall&)> run, std::string variant, std::string when,
+                     std::function<std::string(const Problem&, const DeviceRuntime&)> compute_unit_for) {
   if (variant.empty() != when.empty()) {
     std::fprintf(stderr, "dnnblocks: avx512 %s%s%s: %s\n", op.c_str(), variant.empty() ? "" : "/", variant.c_str(),
                  variant.empty() ? "a default carries no `when` sentence" : "an alternative needs its `when` sentence");
@@ -212,6 +213,7 @@ bool register_kernel(const std::string& op, std::vector<DType> dtypes,
     return supports ? supports(p, d) : Status::ok();
   };
   impl.run = std::move(run);
+  impl.compute_unit_for = std::move(compute_unit_for);
   return Registry::instance().add_implementation(std::move(impl));
 }
 

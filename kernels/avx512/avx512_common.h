@@ -492,9 +492,11 @@ void for_each_row(int64_t rows, int64_t cols, Partial&& partial, Merge&& merge, 
 // Registration helper: an Implementation of backend "avx512". variant "" is the op's default;
 // an alternative names its variant and says in `when` (one sentence, Implementation::when)
 // when a user would choose it. An alternative without `when`, or a default with one, is not
-// registered (false, with a message on stderr).
+// registered (false, with a message on stderr). `compute_unit_for` names the ceiling per problem
+// when it is not f32_fma (Implementation::compute_unit_for).
 bool register_kernel(const std::string& op, std::vector<DType> dtypes,
                      std::function<Status(const Problem&, const DeviceRuntime&)> supports,
-                     std::function<Status(OpCall&)> run, std::string variant = "", std::string when = "");
+                     std::function<Status(OpCall&)> run, std::string variant = "", std::string when = "",
+                     std::function<std::string(const Problem&, const DeviceRuntime&)> compute_unit_for = {});
 
 }  // namespace dnnb::avx512

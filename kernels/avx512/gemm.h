@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kernels/avx512/avx512_common.h"
 
 namespace dnnb::avx512 {
 
@@ -53,6 +54,12 @@ inline void store_rounded(void* base, DType dtype, int64_t index, float v) {
 }
 
 // Implementation::when of the matmul and linear variant "fma" (bf16_pairs = false).
+// The ceiling of the default product: bf16 problems run VDPBF16PS (bf16_dot) where the CPU has
+// AVX512_BF16, everything else the f32 FMA units.
+inline std::string bf16_pairs_unit(const Problem& problem, const DeviceRuntime&) {
+  return problem.dtype == DType::bf16 && has_native_bf16 ? "bf16_dot" : "f32_fma";
+}
+
 inline constexpr const char* kBf16FmaWhen =
     "bf16 operands or products below 2^-126 (subnormal), which VDPBF16PS treats as zero: converts bf16 to f32 "
     "and multiplies with FMA, one product per lane and instruction instead of two";

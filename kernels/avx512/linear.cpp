@@ -41,7 +41,8 @@ Status run_linear(OpCall& call, bool bf16_pairs) {
 }
 
 DNNB_REGISTER(register_kernel("linear", {DType::f32, DType::f16, DType::bf16}, linear_supports,
-                              [](OpCall& call) { return run_linear(call, true); }));
+                              [](OpCall& call) { return run_linear(call, true); }, "", "",
+                              bf16_pairs_unit));
 DNNB_REGISTER(register_kernel("linear", {DType::bf16}, linear_supports, [](OpCall& call) { return run_linear(call, false); },
                               "fma", kBf16FmaWhen));
 

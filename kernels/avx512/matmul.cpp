@@ -39,7 +39,8 @@ Status run_matmul(OpCall& call, bool bf16_pairs) {
 }
 
 DNNB_REGISTER(register_kernel("matmul", {DType::f32, DType::f16, DType::bf16}, matmul_supports,
-                              [](OpCall& call) { return run_matmul(call, true); }));
+                              [](OpCall& call) { return run_matmul(call, true); }, "", "",
+                              bf16_pairs_unit));
 DNNB_REGISTER(register_kernel("matmul", {DType::bf16}, matmul_supports, [](OpCall& call) { return run_matmul(call, false); },
                               "fma", kBf16FmaWhen));
 

@@ -67,7 +67,10 @@ bool register_product(ProductImplementation p) {
   impl.variant = std::move(p.variant);
   impl.when = std::move(p.when);
   impl.dtypes = {DType::f32, DType::f16, DType::bf16};
-  impl.compute_unit = std::move(p.compute_unit);
+  impl.compute_unit = p.compute_unit;
+  // The tensor-core kernels run f32 problems on the FMA units (or tf32 tensor cores).
+  if (p.compute_unit == "bf16_tensor")
+    impl.compute_unit_for = [](const Problem& problem, const DeviceRuntime&) { return ops::tensor_core_unit(problem); };
   const std::string backend = p.backend;
   auto extra = std::move(p.extra);
   impl.supports = [backend, extra](const Problem& problem, const DeviceRuntime& device) {

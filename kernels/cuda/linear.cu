@@ -51,8 +51,8 @@ Status run_linear(OpCall& call) {
   return launch_gemm(**device, g);
 }
 
-// compute_unit: the tensor-core ceiling, what the f16/bf16 products are judged against (an
-// implementation names one unit for all its dtypes; f32 runs on the FMA units).
+// compute_unit: the tensor-core ceilings, per dtype (register_product: bf16_tensor or f16_tensor;
+// f32 problems run on the FMA units, tf32=1 on the tf32 tensor cores).
 ProductImplementation linear_implementation() {
   ProductImplementation p;
   p.op = "linear";

@@ -75,6 +75,14 @@ double gemm_flops(const GemmDesc& d) {
 
 DotProductError gemm_error(const GemmDesc& d) { return DotProductError{d.k, d.tf32 ? 0x1p-11 : 0.0}; }
 
+std::string tensor_core_unit(const Problem& problem) {
+  switch (problem.dtype) {
+    case DType::bf16: return "bf16_tensor";
+    case DType::f16: return "f16_tensor";
+    default: return problem.get("tf32") == "1" ? "tf32_tensor" : "f32_fma";
+  }
+}
+
 TensorSpec product_output(const Problem& problem, Shape shape) {
   TensorSpec y;
   y.name = "y";

@@ -31,6 +31,10 @@ double gemm_flops(const GemmDesc& desc);
 // input rounding (2^-11) when tf32=1.
 DotProductError gemm_error(const GemmDesc& desc);
 
+// The ceiling a product runs against on matrix units (CUDA tensor cores): bf16_tensor,
+// f16_tensor; f32 problems run on the FMA units (f32_fma), or tf32_tensor with tf32=1.
+std::string tensor_core_unit(const Problem& problem);
+
 // The output y of a product (matmul, linear, gemv, dot): the problem dtype, or f32 for f16 and
 // bf16 problems (y.dt=f32: the f32 accumulator stored without rounding).
 TensorSpec product_output(const Problem& problem, Shape shape);
