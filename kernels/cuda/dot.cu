@@ -1,8 +1,10 @@
 // CUDA dot: y[r] = sum_k a[r, k] b[r, k] over the last dim (torch.dot for 1-D operands, a 0-d
 // y; torch.linalg.vecdot for rows), f32 accumulation, y of the input dtype or f32 (y.dt=f32).
 //
-// Bound by reading a and b once. Three shapes of work, all with 16-byte loads where the rows
-// allow (cuda_common.cuh's load_vec) and fixed reduction orders (deterministic, no atomics):
+// Bound by reading a and b once. Each thread keeps 4 x 2 16-byte loads in flight (dot_range: all
+// issued before their FMAs, read with ld.global.nc.L1::no_allocate) where the rows are 16-byte
+// vectors, one vector at a time through load_vec elsewhere. Three shapes of work, all with fixed
+// reduction orders (deterministic, no atomics):
 //   - many rows (>= 512): a warp per row, lanes striding over it, a butterfly at the end;
 //   - few rows: a block of 256 threads per row (a block reduction);
 //   - few long rows: each row split into S pieces, a block per piece writing its partial sum to
@@ -57,14 +59,45 @@ __device__ __forceinline__ void store_y(const DotArgs<T>& p, int64_t r, float v)
     static_cast<T*>(p.y)[r] = from_float<T>(v);
 }
 
-// Sum of a[c] b[c] over this thread's vectors c = first, first + step, ... below end.
+// 16 bytes read once: through the non-coherent path without allocating in L1.
+template <typename T>
+__device__ __forceinline__ Vec16<T> load_stream16(const T* ptr) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(ptr));
+  Vec16<T> out;
+  *reinterpret_cast<uint4*>(&out) = v;
+  return out;
+}
+
+// Sum of a[c] b[c] over this thread's vectors c = first, first + step, ... below end. Rows of
+// 16-byte vectors take kDotUnroll vectors of each operand per iteration, all 2 x kDotUnroll loads
+// issued before the FMAs (the bytes in flight per thread that keep DRAM busy); the vectors left
+// over (and other layouts) go one at a time through load_vec.
+inline constexpr int kDotUnroll = 4;
+
 template <typename T>
 __device__ __forceinline__ float dot_range(const DotArgs<T>& p, const T* ar, const T* br, int64_t first, int64_t end,
                                            int64_t step) {
-  constexpr int V = kVec<T>;
+  constexpr int V = kVec<T>, U = kDotUnroll;
   float acc = 0.f;
-#pragma unroll 4
-  for (int64_t c = first; c < end; c += step) {
+  int64_t c = first;
+  if (p.a.vec && p.b.vec) {
+    for (; c + (U - 1) * step + V <= end; c += U * step) {
+      Vec16<T> av[U], bv[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        av[u] = load_stream16(ar + c + u * step);
+        bv[u] = load_stream16(br + c + u * step);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc = fmaf(element_float(av[u], j), element_float(bv[u], j), acc);
+    }
+  }
+  for (; c < end; c += step) {
     float av[V], bv[V];
     load_vec<T, int64_t>(av, p.a, ar, c, end, 0.f);
     load_vec<T, int64_t>(bv, p.b, br, c, end, 0.f);
