@@ -6,11 +6,14 @@
 
 #include <fnmatch.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <benchmark/benchmark.h>
@@ -174,6 +177,7 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
     if (!dtype) return Status::bad_input("--dtype: unknown dtype '" + options.dtype + "'");
   }
   bool any_op = false;
+  std::set<std::string> said_not_benched;
   for (const auto& spec : reg.ops()) {
     if (!op_selected(options.op_glob, spec.name)) continue;
     any_op = true;
@@ -186,6 +190,16 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
         if (!at) return Status::bad_input("--size '" + size.text + "': " + at.status().message);
         if (!*at) continue;
         const Problem* problem = &**at;
+        // One --size for many ops (`--size 64x8192` over every row op) passes over the ops it is
+        // no problem of (a product needs MxNxK), saying so; the spec's own problems must fit.
+        if (!options.size.empty()) {
+          if (auto sig = spec.signature(*problem); !sig) {
+            if (!said_not_benched.insert(spec.name).second) continue;
+            std::fprintf(stderr, "bench: --size %s is not a %s problem, %s not benched: %s\n", options.size.c_str(),
+                         spec.name.c_str(), spec.name.c_str(), sig.status().message.c_str());
+            continue;
+          }
+        }
         for (const Implementation* impl : reg.implementations_of(spec.name)) {
           if (!selected(*impl)) continue;
           if (std::find(impl->dtypes.begin(), impl->dtypes.end(), d) == impl->dtypes.end()) continue;
