@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/bench.h"
+#include "suites/ops/gemm_desc.h"
 
 namespace dnnb::cublas_peer {
 namespace {
@@ -307,12 +308,16 @@ Status run_product(const CudaDevice& device, OpCall& call, const Product& p) {
   return Status::ok();
 }
 
-bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run) {
+bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run,
+                 std::vector<KnownDeviation> deviations) {
   Implementation impl;
   impl.op = op;
   impl.backend = "cublas";
   impl.dtypes = {DType::f32, DType::f16, DType::bf16};
   impl.compute_unit = compute_unit;
+  if (compute_unit == "bf16_tensor")
+    impl.compute_unit_for = [](const Problem& problem, const DeviceRuntime&) { return ops::tensor_core_unit(problem); };
+  impl.known_deviations = std::move(deviations);
   impl.supports = [](const Problem& problem, const DeviceRuntime& device) {
     if (device.info().kind != DeviceKind::cuda)
       return Status::unsupported("cublas runs on CUDA devices, not " + device.info().id);

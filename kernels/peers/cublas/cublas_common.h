@@ -73,6 +73,7 @@ Status run_product(const CudaDevice& device, OpCall& call, const Product& p);
 inline constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 // Registers `run` as backend "cublas" of `op` (f32, f16, bf16; CUDA devices only).
-bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run);
+bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run,
+                 std::vector<KnownDeviation> deviations = {});
 
 }  // namespace dnnb::cublas_peer
