@@ -255,7 +255,10 @@ Status time_case(PreparedCase& prepared, const BenchOptions& options, SessionJso
       if (!failure.is_ok()) return;
       r.repetition_times_s.push_back(sum / static_cast<double>(state.iterations()));
       state.SetBytesProcessed(static_cast<int64_t>(r.bytes * state.iterations()));
-      state.counters["FLOP/s"] = benchmark::Counter(r.flops * state.iterations(), benchmark::Counter::kIsRate);
+      // No FLOP counter for ops without arithmetic (copies): Google Benchmark's coefficient of
+      // variation of an all-zero counter is 0/0, which its JSON writer prints as an invalid nan.
+      if (r.flops > 0)
+        state.counters["FLOP/s"] = benchmark::Counter(r.flops * state.iterations(), benchmark::Counter::kIsRate);
       if (hooks && hooks->read_clock) {
         auto clock = hooks->read_clock(prepared.device());
         if (clock) {

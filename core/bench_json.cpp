@@ -91,7 +91,8 @@ nlohmann::json roofline_json(const BenchResult& r, const DeviceCeilings* ceiling
   double bound = 0;
   std::string bound_by = "memory";
   if (bandwidth > 0) bound = intensity * bandwidth;
-  if (compute > 0 && (bound <= 0 || compute < bound)) bound = compute, bound_by = "compute";
+  // An op without arithmetic (a copy) is bound by memory alone, however fast the units are.
+  if (r.flops > 0 && compute > 0 && (bound <= 0 || compute < bound)) bound = compute, bound_by = "compute";
   const double memory_fraction = bandwidth > 0 ? r.bytes_per_s() / bandwidth : 0;
   const double compute_fraction = compute > 0 ? r.flops_per_s() / compute : 0;
   const double copy = ceilings ? ceilings->value("dram_copy_bytes_per_s") : 0;
