@@ -107,8 +107,7 @@ namespace {
 
 // The cases of one device (or the cases with no device), in plan order, on their own worker.
 void run_cases(const std::vector<size_t>& indices, const std::vector<PlannedCase>& plan, const FixtureManifest& manifest,
-               const CheckOptions& options, std::vector<CaseResult>& results,
-               const std::function<void(size_t, CaseResult&)>& report) {
+               const CheckOptions& options, const std::function<void(size_t, CaseResult&)>& report) {
   auto worker = std::make_unique<CaseWorker>();
   // Devices still busy with a case that timed out: device -> that case's id.
   std::map<const DeviceRuntime*, std::string> busy;
@@ -166,7 +165,7 @@ std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const Fix
   if (order.size() <= 1) {
     std::vector<size_t> all(plan.size());
     for (size_t i = 0; i < plan.size(); ++i) all[i] = i;
-    run_cases(all, plan, manifest, options, results, report);
+    run_cases(all, plan, manifest, options, report);
     return results;
   }
   // Devices run side by side, each its cases in plan order: a GPU, an OpenCL platform and the
@@ -174,7 +173,7 @@ std::vector<CaseResult> run_plan(const std::vector<PlannedCase>& plan, const Fix
   // one after another).
   std::vector<std::thread> threads;
   for (const DeviceRuntime* key : order)
-    threads.emplace_back([&, key] { run_cases(groups[key], plan, manifest, options, results, report); });
+    threads.emplace_back([&, key] { run_cases(groups[key], plan, manifest, options, report); });
   for (auto& t : threads) t.join();
   return results;
 }
