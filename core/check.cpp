@@ -79,7 +79,8 @@ double rms_of(const Tensor& f64) {
 
 // dot_product ops: for each output, the rms of its elements' magnitude sums |a||b|, from the
 // reference run on the inputs' absolute values.
-Result<std::vector<double>> magnitude_rms(const OpSpec& spec, const Problem& problem, const std::vector<Tensor>& inputs) {
+Result<std::vector<double>> magnitude_rms(const OpSpec& spec, const Problem& problem, const Signature& sig,
+                                          const std::vector<Tensor>& inputs) {
   HostDevice& host = scratch_host();
   std::vector<Tensor> absolute;
   for (const Tensor& in : inputs) {
@@ -93,10 +94,8 @@ Result<std::vector<double>> magnitude_rms(const OpSpec& spec, const Problem& pro
     for (int64_t i = 0; i < in.numel(); ++i) d[i] = std::fabs(load_element(in.host_data(), in.dtype, i));
     absolute.push_back(*t);
   }
-  auto sig = spec.signature(problem);
-  if (!sig) return sig.status();
   std::vector<Tensor> sums;
-  for (const auto& out : sig->outputs) {
+  for (const auto& out : sig.outputs) {
     auto t = empty_tensor(host, DType::f64, out.shape);
     if (!t) return t.status();
     sums.push_back(*t);
@@ -502,7 +501,7 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
   if (dot_product) {
     if (!pc.spec->dot_product_error)
       return finish(Status::error("op " + pc.spec->name + " is a dot_product op without dot_product_error"));
-    auto m = magnitude_rms(*pc.spec, problem, data.inputs);
+    auto m = magnitude_rms(*pc.spec, problem, *sig, data.inputs);
     if (!m) return finish(m.status());
     magnitudes = std::move(*m);
   }

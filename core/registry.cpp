@@ -25,6 +25,24 @@ Registry& Registry::instance() {
   return registry;
 }
 
+Status apply_layout_param(const std::string& op, const std::string& key, const std::string& value,
+                          TensorSpec& operand) {
+  const int n = static_cast<int>(operand.shape.size());
+  if (value == "padded") {
+    operand.row_padding = 3;
+  } else if (value == "transposed" && n >= 2) {
+    operand.storage_order.resize(n);
+    std::iota(operand.storage_order.begin(), operand.storage_order.end(), 0);
+    std::swap(operand.storage_order[n - 1], operand.storage_order[n - 2]);
+  } else {
+    return Status::bad_input(op + ": parameter " + key + "=" + value +
+                             (value == "transposed" ? ": operand " + operand.name + " has fewer than 2 dims (" +
+                                                          shape_to_string(operand.shape) + ")"
+                                                    : ": a layout is transposed or padded"));
+  }
+  return Status::ok();
+}
+
 Status apply_operand_params(const Problem& problem, Signature& sig) {
   for (const auto& [key, value] : problem.params) {
     const size_t dot = key.find('.');
@@ -38,11 +56,12 @@ Status apply_operand_params(const Problem& problem, Signature& sig) {
           operand = &t;
           is_output = list == &sig.outputs;
         }
-    std::string names;
-    for (auto* list : {&sig.inputs, &sig.outputs})
-      for (auto& t : *list) names += (names.empty() ? "" : ", ") + t.name;
-    if (!operand)
+    if (!operand) {
+      std::string names;
+      for (auto* list : {&sig.inputs, &sig.outputs})
+        for (auto& t : *list) names += (names.empty() ? "" : ", ") + t.name;
       return Status::bad_input(problem.op + ": parameter '" + key + "' names no operand (operands: " + names + ")");
+    }
     if (attr == "dt") {
       auto dtype = parse_dtype(value);
       if (!dtype) return Status::bad_input(problem.op + ": parameter " + key + "=" + value + ": unknown dtype");
@@ -55,20 +74,9 @@ Status apply_operand_params(const Problem& problem, Signature& sig) {
       }
       operand->dtype = *dtype;
     } else if (attr == "layout") {
-      const int n = static_cast<int>(operand->shape.size());
-      if (value == "padded") {
-        operand->row_padding = 3;
-      } else if (value == "transposed" && n >= 2) {
-        operand->storage_order.resize(n);
-        std::iota(operand->storage_order.begin(), operand->storage_order.end(), 0);
-        std::swap(operand->storage_order[n - 1], operand->storage_order[n - 2]);
-      } else {
-        return Status::bad_input(problem.op + ": parameter " + key + "=" + value +
-                                 (value == "transposed" ? ": operand " + name + " has fewer than 2 dims"
-                                                        : ": a layout is transposed or padded"));
-      }
       if (is_output)
         return Status::bad_input(problem.op + ": parameter " + key + ": outputs are written contiguous");
+      DNNB_TRY(apply_layout_param(problem.op, key, value, *operand));
     } else {
       return Status::bad_input(problem.op + ": parameter '" + key + "': an operand parameter is <operand>.dt or <operand>.layout");
     }

@@ -161,6 +161,12 @@ class Registry {
   std::vector<Implementation> impls_;
 };
 
+// A layout parameter (`key`=`value`) applied to one operand's storage: transposed stores the last
+// two dims swapped (needs >= 2 dims), padded pads each row by 3 elements; bad_input naming the key
+// otherwise.
+Status apply_layout_param(const std::string& op, const std::string& key, const std::string& value,
+                          TensorSpec& operand);
+
 // Applies the operand params of a problem to its signature: `<operand>.dt=<dtype>` (one of the
 // operand's dtype_choices) and `<operand>.layout=transposed|padded` (inputs only). bad_input
 // names the key when it names no operand, a dtype the operand does not take, or another

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 namespace dnnb::ops {
 
@@ -46,22 +45,7 @@ Status check_problem(const Problem& problem, const std::vector<DType>& dtypes,
 
 Status apply_layout(const Problem& problem, TensorSpec& first_input) {
   const std::string layout = problem.get("layout", "");
-  if (layout.empty()) return Status::ok();
-  if (layout == "padded") {
-    first_input.row_padding = 3;
-    return Status::ok();
-  }
-  if (layout == "transposed") {
-    const int n = static_cast<int>(first_input.shape.size());
-    if (n < 2)
-      return Status::bad_input(problem.op + ": parameter layout=transposed needs an input of at least 2 dims, got " +
-                               shape_to_string(first_input.shape));
-    first_input.storage_order.resize(n);
-    std::iota(first_input.storage_order.begin(), first_input.storage_order.end(), 0);
-    std::swap(first_input.storage_order[n - 1], first_input.storage_order[n - 2]);
-    return Status::ok();
-  }
-  return Status::bad_input(problem.op + ": parameter layout='" + layout + "' is not transposed or padded");
+  return layout.empty() ? Status::ok() : apply_layout_param(problem.op, "layout", layout, first_input);
 }
 
 Result<Shape> shape_param(const Problem& problem, const std::string& key) {
