@@ -95,6 +95,19 @@ Status launch_gemm_wgmma(const CudaDevice& device, const GemmCall& g);
 // dtype or, for f16/bf16 inputs, f32 (y.dt=f32).
 Status expect_product_output(const Tensor& y, DType in_dtype);
 
+// Output tile (tm, tn) of linear tile index t: groups of 8 tile rows are walked column by
+// column, so the blocks running at one time share A rows and B columns in L2.
+__device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  constexpr int kGroup = 8;
+  const int per_group = kGroup * tiles_n;
+  const int group = t / per_group;
+  const int first = group * kGroup;
+  const int size = min(tiles_m - first, kGroup);
+  const int local = t - group * per_group;
+  tm = first + local % size;
+  tn = local / size;
+}
+
 // The three strides of a matrix operand of rank 2 or 3 (batch stride 0 for rank 2).
 struct MatrixStrides {
   int64_t batch = 0, row = 0, col = 0;

@@ -43,17 +43,6 @@ struct F32Args {
 inline constexpr int kF32Threads = 256;
 inline constexpr int kF32BM = 128, kF32BN = 128;
 
-// Output tile of linear tile index t: groups of 8 tile rows walked column by column (L2 reuse).
-__device__ __forceinline__ void f32_grouped_tile(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  constexpr int kGroup = 8;
-  const int per_group = kGroup * tiles_n;
-  const int group = t / per_group;
-  const int first = group * kGroup;
-  const int size = min(tiles_m - first, kGroup);
-  const int local = t - group * per_group;
-  tm = first + local % size;
-  tn = local / size;
-}
 
 // ---------------------------------------------------------------------------------------------
 // f32_fma
@@ -86,7 +75,7 @@ __global__ void __launch_bounds__(kF32Threads, 1) gemm_f32_fma_kernel(const F32A
   __shared__ __align__(16) float Bs[2][kFmaBK][kF32BN + kFmaPad];
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
   int tm, tn;
-  f32_grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
+  grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
   const int m0 = tm * kF32BM, n0 = tn * kF32BN;
   const int batch = blockIdx.z;
   const float* a = p.a + static_cast<int64_t>(batch) * p.a_batch;
@@ -188,7 +177,7 @@ __global__ void __launch_bounds__(kF32Threads, 1) gemm_tf32_kernel(const F32Args
   const int wm = warp >> 2, wn = warp & 3;
   const int g = lane >> 2, t = lane & 3;
   int tm, tn;
-  f32_grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
+  grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
   const int m0 = tm * kF32BM, n0 = tn * kF32BN;
   const int batch = blockIdx.z;
   const float* a = p.a + static_cast<int64_t>(batch) * p.a_batch;

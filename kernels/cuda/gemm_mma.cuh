@@ -113,18 +113,6 @@ __device__ __forceinline__ uint32_t tile_chunk_offset(int row, int chunk) {
   return static_cast<uint32_t>(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
 }
 
-// Output tile (tm, tn) of linear tile index t: groups of 8 tile rows are walked column by
-// column, so the blocks running at one time share A rows and B columns in L2.
-__device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  constexpr int kGroup = 8;
-  const int per_group = kGroup * tiles_n;
-  const int group = t / per_group;
-  const int first = group * kGroup;
-  const int size = min(tiles_m - first, kGroup);
-  const int local = t - group * per_group;
-  tm = first + local % size;
-  tn = local / size;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Tile loads.

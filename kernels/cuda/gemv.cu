@@ -51,16 +51,6 @@ struct GemvArgs {
   bool out_f32;
 };
 
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
 template <typename T, int kBT>
 inline constexpr int kGemvChunk = kGemvChunkBytes / (kBT * static_cast<int>(sizeof(T)));  // K per chunk
 
@@ -76,7 +66,7 @@ __device__ __forceinline__ void gemv_load_x(T (*xs)[kGemvChunk<T, kBT>], const G
     if (p.x_vec) {
       const int valid = max(0, min(V, p.k - k));
       const T* src = valid > 0 ? x + b * p.x_b + k : x;
-      cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(&xs[b][c])), src, valid * static_cast<int>(sizeof(T)));
+      gemm::cp_async_16(gemm::smem_addr(&xs[b][c]), src, valid * static_cast<int>(sizeof(T)));
     } else {
 #pragma unroll
       for (int j = 0; j < V; ++j)
@@ -103,14 +93,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kernel(const GemvArgs p) {
 
   const int chunks = (p.k + kChunk - 1) / kChunk;
   gemv_load_x<T, kBT>(xs[0], p, 0);
-  cp_async_commit();
+  gemm::cp_async_commit();
   for (int ch = 0; ch < chunks; ++ch) {
     if (ch + 1 < chunks) {
       gemv_load_x<T, kBT>(xs[(ch + 1) & 1], p, (ch + 1) * kChunk);
-      cp_async_commit();
-      cp_async_wait<1>();
+      gemm::cp_async_commit();
+      gemm::cp_async_wait<1>();
     } else {
-      cp_async_wait<0>();
+      gemm::cp_async_wait<0>();
     }
     __syncthreads();  // chunk ch visible to every warp
     const int k0 = ch * kChunk, kc = min(kChunk, p.k - k0);

@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const uint32_t empty = full + 8 * kWgStages;             // empty[s] at empty + 8 s
   const int wg = threadIdx.x / 128;
   int tm, tn;
-  gemm::grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
+  grouped_tile(blockIdx.x, p.tiles_m, p.tiles_n, tm, tn);
   const int m0 = tm * kWgBM, n0 = tn * kWgBN, batch = blockIdx.z;
   const int k_tiles = (p.k + kWgBK - 1) / kWgBK;
 
