@@ -308,6 +308,25 @@ Status run_product(const CudaDevice& device, OpCall& call, const Product& p) {
   return Status::ok();
 }
 
+Product x_times_w_transposed(DType in_dtype, int64_t m, int64_t n, int64_t k, const Tensor& x, const Tensor& w,
+                             const Tensor& y) {
+  Product p;
+  p.in_dtype = in_dtype;
+  p.out_dtype = y.dtype;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = data_of(x);
+  p.a_m = x.strides[0];
+  p.a_k = x.strides[1];
+  p.b = data_of(w);  // B (K x N) = w^T: element (k, n) at n * w.strides[0] + k * w.strides[1]
+  p.b_k = w.strides[1];
+  p.b_n = w.strides[0];
+  p.y = data_of(y);
+  p.y_m = y.strides[0];
+  return p;
+}
+
 bool register_op(const std::string& op, const std::string& compute_unit, std::function<Status(OpCall&)> run,
                  std::vector<KnownDeviation> deviations) {
   Implementation impl;

@@ -63,6 +63,10 @@ void* data_of(const Tensor& t);
 // ok when y has a buffer, unit stride along its last dim, and the input dtype or, for f16/bf16
 // inputs, f32.
 Status expect_output(const Tensor& y, DType in_dtype);
+// y (M x N) = x (M x K) times w (N x K) transposed, the product of linear and gemv, for tensors
+// already checked against the problem: w is B with its two strides swapped.
+Product x_times_w_transposed(DType in_dtype, int64_t m, int64_t n, int64_t k, const Tensor& x, const Tensor& w,
+                             const Tensor& y);
 
 // Runs the product with cuBLAS (or cuBLASLt, see above) on the device's stream, using the
 // call's workspace.

@@ -22,20 +22,7 @@ Status run_gemv(OpCall& call) {
   if (w.shape != Shape{d->n, d->k} || x.shape != Shape{d->m, d->k} || y.shape != Shape{d->m, d->n})
     return Status::bad_input("cublas gemv: operands " + w.describe() + ", " + x.describe() + ", " + y.describe() +
                              " do not match " + call.problem.to_string());
-  Product p;
-  p.in_dtype = in;
-  p.out_dtype = y.dtype;
-  p.m = d->m;
-  p.n = d->n;
-  p.k = d->k;
-  p.a = data_of(x);
-  p.a_m = x.strides[0];
-  p.a_k = x.strides[1];
-  p.b = data_of(w);
-  p.b_k = w.strides[1];
-  p.b_n = w.strides[0];
-  p.y = data_of(y);
-  p.y_m = y.strides[0];
+  Product p = x_times_w_transposed(in, d->m, d->n, d->k, x, w, y);
   return run_product(**device, call, p);
 }
 
