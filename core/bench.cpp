@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/bench_case.h"
+#include "core/plan.h"
 
 namespace dnnb {
 
@@ -81,7 +82,8 @@ class SessionJsonReporter : public benchmark::JSONReporter {
 struct PlannedBench {
   const OpSpec* spec;
   const Implementation* impl;
-  DeviceRuntime* device;  // null: absent
+  DeviceRuntime* device;  // null: absent, see absent_reason
+  std::string absent_reason;
   Problem problem;
 };
 
@@ -107,111 +109,55 @@ std::vector<ProblemText> sweep_sizes(const std::vector<ProblemText>& bench_probl
 }
 
 Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
-  Registry& reg = Registry::instance();
   std::vector<PlannedBench> planned;
-  auto device_for = [&](const Implementation& impl, const std::string& device_id) -> Result<std::vector<DeviceRuntime*>> {
-    const DeviceKind kind = find_backend(impl.backend)->device_kind;
-    std::vector<DeviceRuntime*> out;
-    if (!device_id.empty()) {
-      DeviceRuntime* d = DeviceSet::instance().find(device_id);
-      if (!d) return Status::bad_input("--device: no device '" + device_id + "' on this machine (`dnnblocks devices` lists them)");
-      if (d->info().kind == kind) out.push_back(d);
-      return out;
-    }
-    std::vector<DeviceRuntime*> chosen;
-    for (const auto& id : options.devices) {
-      DeviceRuntime* d = DeviceSet::instance().find(id);
-      if (!d) return Status::bad_input("--device: no device '" + id + "' on this machine (`dnnblocks devices` lists them)");
-      if (d->info().kind == kind) chosen.push_back(d);
-    }
-    if (options.devices.empty()) chosen.push_back(DeviceSet::instance().first(kind));  // may be null: absent
-    return chosen;
-  };
-
   if (!options.case_ids.empty()) {
     for (const auto& text : options.case_ids) {
       auto id = CaseId::parse(text);
       if (!id) return Status::bad_input("--case '" + text + "': " + id.status().message);
-      const OpSpec* spec = reg.find_op(id->problem.op);
-      if (!spec) return Status::bad_input("--case '" + text + "': unknown op '" + id->problem.op + "'");
-      const Implementation* impl = reg.find_implementation(id->problem.op, id->backend, id->variant);
-      if (!impl) return Status::bad_input("--case '" + text + "': no implementation " + id->backend + (id->variant.empty() ? "" : "/" + id->variant));
-      auto devices = device_for(*impl, id->device_id());
-      if (!devices) return devices.status();
-      if (devices->empty()) return Status::bad_input("--case '" + text + "': the device is not a " + impl->backend + " device");
-      for (DeviceRuntime* d : *devices) planned.push_back({spec, impl, d, id->problem});
+      auto cell = plan_case_cell(*id);
+      if (!cell) return Status::bad_input("--" + cell.status().message);
+      planned.push_back({cell->spec, cell->impl, cell->device, cell->absent_reason, id->problem});
     }
     return planned;
   }
 
-  // "--backend cuda,opencl/local,avx512": each item a backend, optionally with a variant.
-  struct BackendFilter {
-    std::string backend, variant;
-    bool variant_given = false;
-  };
-  std::vector<BackendFilter> filters;
-  for (size_t start = 0; !options.backend.empty() && start <= options.backend.size();) {
-    const size_t comma = std::min(options.backend.find(',', start), options.backend.size());
-    BackendFilter f;
-    f.backend = options.backend.substr(start, comma - start);
-    if (auto slash = f.backend.find('/'); slash != std::string::npos) {
-      f.variant = f.backend.substr(slash + 1);
-      f.backend = f.backend.substr(0, slash);
-      f.variant_given = true;
-    }
-    if (!find_backend(f.backend)) return Status::bad_input("--backend: unknown backend '" + f.backend + "'");
-    filters.push_back(f);
-    start = comma + 1;
-  }
-  // Defaults only, unless --variants all or the filter names the variant.
-  auto selected = [&](const Implementation& impl) {
-    const bool tier_ok = impl.is_default() || options.all_variants;
-    if (filters.empty()) return tier_ok;
-    for (const auto& f : filters)
-      if (impl.backend == f.backend && (f.variant_given ? impl.variant == f.variant : tier_ok)) return true;
-    return false;
-  };
-  std::optional<DType> dtype;
-  if (!options.dtype.empty()) {
-    dtype = parse_dtype(options.dtype);
-    if (!dtype) return Status::bad_input("--dtype: unknown dtype '" + options.dtype + "'");
-  }
-  bool any_op = false;
+  PlanFilter filter;
+  filter.op_glob = options.op_glob;
+  filter.backends = options.backend;
+  filter.all_variants = options.all_variants;
+  filter.dtype = options.dtype;
+  filter.devices = options.devices;
+  filter.every_device = false;
+  auto cells = plan_cells(filter);
+  if (!cells) return cells.status();
+  // Cases in the order op, dtype, size, then implementation and device, so the backends of one
+  // problem are timed (and printed) side by side.
   std::set<std::string> said_not_benched;
-  for (const auto& spec : reg.ops()) {
-    if (!op_selected(options.op_glob, spec.name)) continue;
-    any_op = true;
+  for (const auto& spec : Registry::instance().ops()) {
     std::vector<ProblemText> sizes = options.size.empty() ? spec.bench_problems : std::vector<ProblemText>{options.size};
     if (options.sweep) sizes = sweep_sizes(sizes);
     for (DType d : spec.dtypes) {
-      if (dtype && d != *dtype) continue;
-      for (const auto& size : sizes) {
-        auto at = problem_at(spec, size, d);
-        if (!at) return Status::bad_input("--size '" + size.text + "': " + at.status().message);
-        if (!*at) continue;
-        const Problem* problem = &**at;
+      if (std::none_of(cells->begin(), cells->end(), [&](const PlanCell& c) { return c.spec == &spec && c.dtype == d; }))
+        continue;
+      auto problems = problems_at(spec, sizes, d);
+      if (!problems) return Status::bad_input("--size: " + problems.status().message);
+      for (const Problem& problem : *problems) {
         // One --size for many ops (`--size 64x8192` over every row op) passes over the ops it is
         // no problem of (a product needs MxNxK), saying so; the spec's own problems must fit.
         if (!options.size.empty()) {
-          if (auto sig = spec.signature(*problem); !sig) {
+          if (auto sig = spec.signature(problem); !sig) {
             if (!said_not_benched.insert(spec.name).second) continue;
             std::fprintf(stderr, "bench: --size %s is not a %s problem, %s not benched: %s\n", options.size.c_str(),
                          spec.name.c_str(), spec.name.c_str(), sig.status().message.c_str());
             continue;
           }
         }
-        for (const Implementation* impl : reg.implementations_of(spec.name)) {
-          if (!selected(*impl)) continue;
-          if (std::find(impl->dtypes.begin(), impl->dtypes.end(), d) == impl->dtypes.end()) continue;
-          auto devices = device_for(*impl, "");
-          if (!devices) return devices.status();
-          for (DeviceRuntime* dev : *devices) planned.push_back({&spec, impl, dev, *problem});
-        }
+        for (const PlanCell& cell : *cells)
+          if (cell.spec == &spec && cell.dtype == d)
+            planned.push_back({cell.spec, cell.impl, cell.device, cell.absent_reason, problem});
       }
     }
   }
-  if (!any_op) return Status::bad_input("--op: no op matches '" + options.op_glob + "'");
-  if (!filters.empty() && planned.empty()) return Status::bad_input("--backend: no implementation of '" + options.backend + "' matches the other options");
   return planned;
 }
 
@@ -342,7 +288,7 @@ Result<BenchRun> run_bench(const BenchOptions& options, const BenchCallback& on_
     r.id = CaseId{p.problem, p.impl->backend, p.impl->variant, ""};
     if (!p.device) {
       r.status = StatusCode::skipped;
-      r.reason = DeviceSet::instance().absence_reason(find_backend(p.impl->backend)->device_kind);
+      r.reason = p.absent_reason;
       if (on_result) on_result(r, nullptr, run.results.size() + 1, planned->size());
       run.results.push_back(std::move(r));
       continue;

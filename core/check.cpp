@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/host_device.h"
+#include "core/plan.h"
 #include "core/safetensors.h"
 
 namespace dnnb {
@@ -273,8 +274,6 @@ const FixtureEntry* smoke_fixture(const std::vector<const FixtureEntry*>& entrie
 }  // namespace
 
 Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest) {
-  Registry& reg = Registry::instance();
-  DeviceSet& devices = DeviceSet::instance();
   const std::string fixtures_dir = options.fixtures_dir.empty() ? default_fixtures_dir() : options.fixtures_dir;
   manifest = FixtureManifest{};
   if (options.fixtures) {
@@ -283,140 +282,66 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
     manifest = std::move(*m);
   }
   std::vector<PlannedCase> plan;
-
-  auto device_for = [&](const std::string& backend, const std::string& index, const std::string& device_filter,
-                        std::vector<std::pair<DeviceRuntime*, std::string>>& out) -> Status {
-    const BackendInfo* b = find_backend(backend);
-    std::vector<DeviceRuntime*> list = devices.of_kind(b->device_kind);
-    std::string wanted = device_filter;
-    if (!index.empty()) wanted = std::string(to_string(b->device_kind)) + ":" + index;
-    if (!wanted.empty()) {
-      if (wanted.rfind(std::string(to_string(b->device_kind)) + ":", 0) != 0) return Status::ok();  // other kind
-      DeviceRuntime* d = devices.find(wanted);
-      std::string why = d ? "" : (list.empty() ? devices.absence_reason(b->device_kind) : "no device " + wanted + " on this machine");
-      out.push_back({d, why});
-      return Status::ok();
-    }
-    if (list.empty()) out.push_back({nullptr, devices.absence_reason(b->device_kind)});
-    for (auto* d : list) out.push_back({d, ""});
-    return Status::ok();
-  };
-  auto device_index = [](DeviceRuntime* d) {
-    if (!d) return std::string();
-    const std::string& id = d->info().id;
-    return id.substr(id.find(':') + 1);
+  auto add = [&](const PlanCell& cell, Problem problem, const FixtureEntry* fixture) {
+    PlannedCase pc;
+    pc.id = case_id_of(cell, std::move(problem));
+    pc.spec = cell.spec;
+    pc.impl = cell.impl;
+    pc.device = cell.device;
+    pc.skip_reason = cell.absent_reason;
+    pc.fixture = fixture;
+    plan.push_back(std::move(pc));
   };
 
   if (!options.case_id.empty()) {
     auto id = CaseId::parse(options.case_id);
     if (!id) return id.status();
-    PlannedCase pc;
-    pc.id = *id;
-    pc.spec = reg.find_op(id->problem.op);
-    if (!pc.spec) return Status::bad_input("case '" + options.case_id + "': unknown op '" + id->problem.op + "'");
-    pc.impl = reg.find_implementation(id->problem.op, id->backend, id->variant);
-    if (!pc.impl)
-      return Status::bad_input("case '" + options.case_id + "': no implementation " + id->problem.op + "@" +
-                               (id->variant.empty() ? id->backend : id->backend + "/" + id->variant));
+    auto cell = plan_case_cell(*id);
+    if (!cell) return cell.status();
+    const FixtureEntry* fixture = nullptr;
     if (id->problem.has("fixture")) {
-      pc.fixture = manifest.find_problem(id->problem.to_string());
-      if (!pc.fixture)
+      fixture = manifest.find_problem(id->problem.to_string());
+      if (!fixture)
         return Status::bad_input("case '" + options.case_id + "': no fixture in " + fixtures_dir +
                                  "/manifest.json holds problem " + id->problem.to_string());
     }
-    std::vector<std::pair<DeviceRuntime*, std::string>> devs;
-    DNNB_TRY(device_for(id->backend, id->device_index, "", devs));
-    pc.device = devs.empty() ? nullptr : devs[0].first;
-    pc.skip_reason = devs.empty() ? "no device" : devs[0].second;
-    if (pc.device) pc.id.device_index = device_index(pc.device);
-    plan.push_back(pc);
+    add(*cell, id->problem, fixture);
     return plan;
   }
 
-  std::string backend_filter = options.backend, variant_filter;
-  bool variant_given = false;
-  if (auto slash = backend_filter.find('/'); slash != std::string::npos) {
-    variant_filter = backend_filter.substr(slash + 1);
-    backend_filter = backend_filter.substr(0, slash);
-    variant_given = true;
-  }
-  if (!backend_filter.empty() && !find_backend(backend_filter))
-    return Status::bad_input("--backend: unknown backend '" + backend_filter + "'");
-  std::optional<DType> dtype_filter;
-  if (!options.dtype.empty()) {
-    dtype_filter = parse_dtype(options.dtype);
-    if (!dtype_filter) return Status::bad_input("--dtype: unknown dtype '" + options.dtype + "'");
-  }
-  if (!options.device.empty() && options.device.find(':') == std::string::npos)
-    return Status::bad_input("--device: '" + options.device + "' is not an id like cpu:0, cuda:0 or opencl:0.0");
-
-  const bool all_variants = options.all_variants || options.tier == CheckTier::full;
-  bool any_op = false;
-  for (const auto& spec : reg.ops()) {
-    if (!op_selected(options.op_glob, spec.name)) continue;
-    any_op = true;
-    for (const Implementation* impl : reg.implementations_of(spec.name)) {
-      if (!backend_filter.empty() && impl->backend != backend_filter) continue;
-      if (variant_given && impl->variant != variant_filter) continue;
-      if (!variant_given && !all_variants && !impl->is_default()) continue;
-      std::vector<std::pair<DeviceRuntime*, std::string>> devs;
-      DNNB_TRY(device_for(impl->backend, "", options.device, devs));
-      for (const auto& device_and_reason : devs) {
-        // Plain locals, not structured bindings: the lambda below captures them (clang 14).
-        DeviceRuntime* device = device_and_reason.first;
-        const std::string& why = device_and_reason.second;
-        for (DType dtype : impl->dtypes) {
-          if (std::find(spec.dtypes.begin(), spec.dtypes.end(), dtype) == spec.dtypes.end()) continue;
-          if (dtype_filter && dtype != *dtype_filter) continue;
-          auto add = [&](Problem problem, const FixtureEntry* fixture) {
-            PlannedCase pc;
-            pc.id.problem = std::move(problem);
-            pc.id.backend = impl->backend;
-            pc.id.variant = impl->variant;
-            pc.id.device_index = device_index(device);
-            pc.spec = &spec;
-            pc.impl = impl;
-            pc.device = device;
-            pc.skip_reason = why;
-            pc.fixture = fixture;
-            plan.push_back(std::move(pc));
-          };
-          if (options.fixtures) {
-            std::vector<const FixtureEntry*> entries = manifest.cases_for(spec.name, dtype);
-            if (options.tier == CheckTier::smoke && !entries.empty()) entries = {smoke_fixture(entries)};
-            for (const FixtureEntry* e : entries) add(*Problem::parse(e->problem), e);
-          }
-          if (options.random && impl->backend != "reference" && options.tier != CheckTier::smoke) {
-            std::vector<ProblemText> problems = spec.check_problems;
-            if (options.tier == CheckTier::full)
-              problems.insert(problems.end(), spec.bench_problems.begin(), spec.bench_problems.end());
-            for (const auto& text : problems) {
-              auto p = problem_at(spec, text, dtype);
-              if (!p) return p.status();
-              if (!*p) continue;
-              // The expected values come from the float64 reference on the host: a problem too
-              // large for it is listed as skipped, with the reason.
-              const bool too_large = spec.flops && spec.flops(**p) > kReferenceMaxFlops;
-              add(std::move(**p), nullptr);
-              if (too_large) {
-                plan.back().device = nullptr;
-                plan.back().skip_reason = "not checked: the float64 reference is not run above " +
-                                          reference_limit_text() + " FLOP (docs/ops-family2.md)";
-              }
-            }
-          }
+  PlanFilter filter;
+  filter.op_glob = options.op_glob;
+  filter.backends = options.backend;
+  filter.all_variants = options.all_variants || options.tier == CheckTier::full;
+  filter.dtype = options.dtype;
+  if (!options.device.empty()) filter.devices = {options.device};
+  auto cells = plan_cells(filter);
+  if (!cells) return cells.status();
+  for (const PlanCell& cell : *cells) {
+    const OpSpec& spec = *cell.spec;
+    if (options.fixtures) {
+      std::vector<const FixtureEntry*> entries = manifest.cases_for(spec.name, cell.dtype);
+      if (options.tier == CheckTier::smoke && !entries.empty()) entries = {smoke_fixture(entries)};
+      for (const FixtureEntry* e : entries) add(cell, *Problem::parse(e->problem), e);
+    }
+    if (options.random && cell.impl->backend != "reference" && options.tier != CheckTier::smoke) {
+      std::vector<ProblemText> texts = spec.check_problems;
+      if (options.tier == CheckTier::full) texts.insert(texts.end(), spec.bench_problems.begin(), spec.bench_problems.end());
+      auto problems = problems_at(spec, texts, cell.dtype);
+      if (!problems) return problems.status();
+      for (Problem& problem : *problems) {
+        // The expected values come from the float64 reference on the host: a problem too
+        // large for it is listed as skipped, with the reason.
+        const bool too_large = spec.flops && spec.flops(problem) > kReferenceMaxFlops;
+        add(cell, std::move(problem), nullptr);
+        if (too_large) {
+          plan.back().device = nullptr;
+          plan.back().skip_reason = "not checked: the float64 reference is not run above " + reference_limit_text() +
+                                    " FLOP (docs/ops-family2.md)";
         }
       }
     }
   }
-  if (!any_op) return Status::bad_input("--op: no op matches '" + options.op_glob + "' (see `dnnblocks list`)");
-  // A backend this build lacks (or a variant no matched op has) would otherwise run nothing and
-  // pass: say so instead. (A backend that is built but has no device here still plans its cases,
-  // each skipped with the reason.)
-  if (plan.empty() && !backend_filter.empty())
-    return Status::bad_input("--backend " + options.backend + ": no implementation of it for --op '" + options.op_glob +
-                             (options.dtype.empty() ? "" : "' --dtype '" + options.dtype) +
-                             "' in this build (see `dnnblocks list`)");
   return plan;
 }
 

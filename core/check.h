@@ -28,7 +28,7 @@ struct CheckOptions {
   // A case that has not returned after this many seconds is reported TIMEOUT (0: no limit).
   double case_timeout_s = 600;
   std::string op_glob = "*";
-  std::string backend;         // "" = all; "cuda" or "cuda/variant"
+  std::string backend;         // "" = all; "cuda", "cuda/variant" or a comma-separated list
   std::string dtype;           // "" = all
   std::string device;          // "" = every device of the backend's kind; "cuda:0"
   std::string case_id;         // exactly one case

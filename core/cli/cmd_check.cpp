@@ -141,7 +141,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand("check", "Check implementations against PyTorch fixtures and the reference");
   cmd->add_option("--op", args->options.op_glob, "Op names or globs, comma-separated (default: all)");
-  cmd->add_option("--backend", args->options.backend, "reference, avx512, cuda, opencl, onednn, cublas (or backend/variant)");
+  cmd->add_option("--backend", args->options.backend, "reference, avx512, cuda, opencl, onednn, cublas, backend/variant, or a comma-separated list of them");
   cmd->add_option("--dtype", args->options.dtype, "f32, f16, bf16, ...");
   cmd->add_option("--device", args->options.device, "Device id: cpu:0, cuda:0, opencl:0.0");
   cmd->add_option("--case", args->options.case_id, "Rerun exactly one case id (as printed)");
