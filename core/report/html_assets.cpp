@@ -98,6 +98,8 @@ svg circle.flag-ring { fill: none; stroke: var(--bad); stroke-width: 1.8; }
 svg .floor { fill: none; stroke: #8c959f; stroke-width: 1.3; }
 svg .floor.bandwidth { stroke-dasharray: 6 4; }
 svg .floor.launch { stroke-dasharray: 2 3; }
+svg .floor.ridge { stroke-dasharray: 1 3; }
+svg .bound { fill: none; stroke-width: 1.4; stroke-dasharray: 5 3; stroke-opacity: 0.7; }
 svg .floor-label { font-size: 10.5px; fill: var(--muted); }
 svg .series { fill: none; stroke-width: 2; stroke-linejoin: round; }
 svg circle.sweep-point { stroke: #fff; stroke-width: 1; cursor: pointer; }

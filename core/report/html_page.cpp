@@ -262,16 +262,23 @@ std::string sweeps_section(const ReportModel& model, const std::vector<HardwareG
   const auto charts = sweep_charts(model, groups);
   if (charts.empty())
     return out + "<p class=\"muted\">No op ran at more than one size on one backend: nothing to sweep.</p>\n</section>\n";
-  out += "<p class=\"muted\">Median time against the minimal bytes per launch. A line along the dashed floor "
-         "(bytes at the measured DRAM bandwidth) is at the memory limit; one flat on the dotted floor is "
-         "launch-bound.</p>\n<div class=\"sweeps\">\n";
+  out += "<p class=\"muted\">Ops that stay memory- or launch-bound: median time against the minimal bytes per "
+         "launch; a line along the dashed floor (bytes at the measured DRAM bandwidth) is at the memory limit, one "
+         "flat on the dotted floor is launch-bound. Sweeps that become compute-bound (products): achieved FLOP/s "
+         "against arithmetic intensity, each size named on the top axis, and in the series' colour, dashed, each "
+         "point's roofline bound, min(compute ceiling, intensity \xC3\x97 bandwidth); the dotted line is the ridge. "
+         "Where a line leaves its bound is where that backend stops reaching the limit.</p>\n<div class=\"sweeps\">\n";
   for (const auto& chart : charts) {
     out += "<figure><h3>" + html_escape(chart.op) + " \xC2\xB7 " + html_escape(chart.dtype) +
-           " <span class=\"muted\">on " + html_escape(chart.hardware) + "</span></h3><div class=\"legend\">";
+           " <span class=\"muted\">on " + html_escape(chart.hardware) +
+           (chart.roofline ? ": roofline of the sweep" : "") + "</span></h3><div class=\"legend\">";
     for (const auto& s : chart.series)
       out += "<span class=\"chip\"><svg width=\"26\" height=\"8\" aria-hidden=\"true\"><line x1=\"0\" y1=\"4\" x2=\"26\" "
              "y2=\"4\" stroke=\"" + s.color + "\" stroke-width=\"2.4\"" +
              (s.dash.empty() ? "" : " stroke-dasharray=\"" + s.dash + "\"") + "/></svg>" + html_escape(s.label) + "</span>";
+    if (chart.roofline)
+      out += "<span class=\"chip\"><svg width=\"26\" height=\"8\" aria-hidden=\"true\"><line x1=\"0\" y1=\"4\" x2=\"26\" "
+             "y2=\"4\" stroke=\"#57606a\" stroke-width=\"1.4\" stroke-dasharray=\"5 3\"/></svg>bound</span>";
     out += "</div>" + chart.svg + "</figure>\n";
   }
   return out + "</div>\n</section>\n";

@@ -102,6 +102,7 @@ Judgment judge(const ResultRecord& r, const CacheFigures& cache) {
     j.spread = r.own_launch.spread;
     j.theoretical = false;
   }
+  j.roof_s = roof_s;
   j.percent = 100 * roof_s / r.median_s;
   if (*j.percent > 100) j.note = above_note(r, j, working_set, cache.bytes);
   return j;

@@ -1,11 +1,13 @@
 // The Markdown summary, for a CI job summary ($GITHUB_STEP_SUMMARY): the verdict line first,
 // then the ten results furthest from the roofline and the best ones, the launch-bound ones
-// furthest from the empty launch, then what was not measured (grouped by reason so a thousand
-// skips of one kind stay one line), flags, notes, fingerprint.
+// furthest from the empty launch, the size sweeps of products (per size and backend: FLOP/s
+// and % of roofline), then what was not measured (grouped by reason so a thousand skips of one
+// kind stay one line), flags, notes, fingerprint.
 #include <algorithm>
 #include <map>
 
 #include "core/report/html_parts.h"
+#include "core/report/report_charts.h"
 #include "core/report/report_text.h"
 #include "core/report/report_writers.h"
 
@@ -64,6 +66,46 @@ std::string result_table(const ReportModel& model, const std::vector<size_t>& ro
 
 std::vector<size_t> first_rows(const std::vector<size_t>& rows, size_t count) {
   return std::vector<size_t>(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(std::min(count, rows.size())));
+}
+
+// Per sweep that becomes compute-bound (a product at growing M): a row per size, a column per
+// backend, each cell its FLOP/s and % of the roofline with what binds it, so the size at which
+// each backend leaves the memory roof (or falls short of the compute roof) reads off the table.
+std::string product_sweeps(const ReportModel& model) {
+  const auto groups = hardware_groups(model);
+  std::string out;
+  for (const auto& sweep : size_sweeps(model, groups)) {
+    if (!sweep.compute_bound) continue;
+    std::map<std::pair<double, std::string>, std::map<size_t, size_t>> rows;  // (bytes, shape) -> series -> result
+    for (size_t k = 0; k < sweep.series.size(); ++k)
+      for (size_t i : sweep.series[k].results) rows[{model.results[i].bytes, model.results[i].shape}][k] = i;
+    out += "\n**" + md_escape(sweep.op + " " + sweep.dtype) + " on " + md_escape(groups[sweep.group].name) +
+           "**: FLOP/s and % of the roofline (what binds) per size\n\n| Shape |";
+    std::string rule = "|---|";
+    for (const auto& series : sweep.series) {
+      out += ' ' + md_escape(series.label) + " |";
+      rule += "---:|";
+    }
+    out += "\n" + rule + "\n";
+    for (const auto& [key, cells] : rows) {
+      out += "| " + md_escape(key.second) + " |";
+      for (size_t k = 0; k < sweep.series.size(); ++k) {
+        auto it = cells.find(k);
+        if (it == cells.end()) {
+          out += " \xE2\x80\x93 |";
+          continue;
+        }
+        const ResultRecord& r = model.results[it->second];
+        out += ' ' + si(r.flops_per_s, "FLOP/s");
+        if (r.judged.percent) out += ", " + format_percent(*r.judged.percent) + " " + bound_name(r.judged.bound);
+        out += " |";
+      }
+      out += "\n";
+    }
+  }
+  if (out.empty()) return out;
+  std::string section = "\n### Size sweeps of products\n";
+  return section + out;
 }
 
 std::string not_measured(const ReportModel& model) {
@@ -132,6 +174,7 @@ std::string markdown_summary(const ReportModel& model) {
            "reference is the oracle the others are checked against.\n";
   if (no_ceiling > 0)
     out += "\n" + std::to_string(no_ceiling) + " measured result(s) have no % of roofline (no memory ceiling for their device).\n";
+  out += product_sweeps(model);
   out += not_measured(model);
 
   std::string flagged;

@@ -52,6 +52,10 @@ struct Judgment {
   // result whose device has no memory ceiling.
   std::optional<double> percent;
   double ceiling = 0;        // the binding ceiling: B/s (DRAM, cache), FLOP/s (compute), s (launch)
+  // The time at the roofline: max(bytes / memory ceiling, FLOP / compute ceiling, the empty
+  // launch), in seconds; 0 without a percent. FLOP / roof_s is the roofline bound in FLOP/s,
+  // min(compute ceiling, intensity x bandwidth), where the launch does not bind.
+  double roof_s = 0;
   double spread = 0;         // its probe's (max - min) / median; 0 when not measured
   bool theoretical = false;  // compute judged against a theoretical peak (nothing measured)
   std::string note;          // why the figure is above 100%, else ""
