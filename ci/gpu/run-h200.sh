@@ -4,6 +4,7 @@
 # under $OUT (the device tool brings it back; at most 8 files, so steps write tarballs).
 #   bash ci/gpu/run-h200.sh tiers watchdog
 #   bash ci/gpu/run-h200.sh roofline anchors bench-gpu
+#   bash ci/gpu/run-h200.sh roofline gemm-sweep
 # Steps:
 #   tiers      `check --tier T` for each T in TIERS (default "smoke ci") over every backend and
 #              device, timed; the first run fills the OpenCL program cache ($OUT/tiers.tgz)
@@ -19,6 +20,13 @@
 #   bench-cpu  the same for AVX-512, oneDNN and the reference on cpu:0 ($OUT/bench-cpu.tgz)
 #   bench      `bench $BENCH_ARGS` (e.g. "--op matmul,linear --backend cuda,cublas --dtype bf16"),
 #              each run's results in $OUT/bench.tgz (BENCH_RUNS="args;args;..." for several)
+#   gemm-sweep the GEMM size sweep: `bench --op matmul --sweep --size 16384x4096x4096` (M = 1, 4,
+#              ..., 16384 at N = K = 4096) in bf16 on cuda:0 with the CUDA kernels and cuBLAS,
+#              against $OUT/ceilings.json or CEILINGS (run `roofline` first: its bf16_tensor is
+#              the wgmma ceiling) into $OUT/gemm-sweep.json; its report (index.html with the
+#              sweep's roofline, summary.md with its table) and the bench log in
+#              $OUT/gemm-sweep.tgz. GEMM_SWEEP_BACKENDS (default cuda,cublas; opencl runs on the
+#              NVIDIA OpenCL device), GEMM_SWEEP_DTYPE (bf16), GEMM_SWEEP_SIZE, GEMM_SWEEP_ARGS.
 #   ncu        NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex) ($OUT/ncu.tgz)
 # The published report is made from the bench tarballs on any machine: see reports/README.md.
 # CMAKE_ARGS adds configure flags. oneDNN is not installed there: run `ci/gpu/pack-onednn.sh`
@@ -120,6 +128,21 @@ for step in "$@"; do
       grep -vE "^\s*$" "/tmp/bench/bench-$n.txt" | tail -n "${BENCH_TAIL:-40}" | cut -c1-200
     done
     tar -czf "$OUT/bench.tgz" -C /tmp/bench . ;;
+  gemm-sweep)
+    log "gemm-sweep: matmul ${GEMM_SWEEP_DTYPE:-bf16} ${GEMM_SWEEP_SIZE:-16384x4096x4096} on ${GEMM_SWEEP_BACKENDS:-cuda,cublas}"
+    rm -rf /tmp/gemm-sweep; mkdir -p /tmp/gemm-sweep
+    ceil_args=(); [ -f "$ceilings" ] && ceil_args=(--ceilings "$ceilings")
+    dev_args=(--device cuda:0); [ -n "$ocl_nv" ] && dev_args+=(--device "$ocl_nv")
+    # shellcheck disable=SC2086
+    timeout "${BENCH_CAP:-400}" $bin bench --op matmul --backend "${GEMM_SWEEP_BACKENDS:-cuda,cublas}" \
+      --dtype "${GEMM_SWEEP_DTYPE:-bf16}" "${dev_args[@]}" --sweep --size "${GEMM_SWEEP_SIZE:-16384x4096x4096}" \
+      ${GEMM_SWEEP_ARGS:-} "${ceil_args[@]}" --out "$OUT/gemm-sweep.json" > /tmp/gemm-sweep/bench.txt 2>&1
+    echo "gemm-sweep bench: exit $?"
+    grep -E "^matmul|ceilings" /tmp/gemm-sweep/bench.txt | cut -c1-160
+    $bin report "$OUT/gemm-sweep.json" --html /tmp/gemm-sweep/index.html --md /tmp/gemm-sweep/summary.md
+    echo "gemm-sweep report: exit $?"
+    sed -n '/^### Size sweeps of products/,/^### Not measured/p' /tmp/gemm-sweep/summary.md | head -30
+    tar -czf "$OUT/gemm-sweep.tgz" -C /tmp/gemm-sweep . ;;
   ncu)
     # NCU_CASES="case;case;..." profiles one launch of each case's kernel (names matching
     # NCU_KERNELS, a regex) with Nsight Compute (--set full, clocks left alone).
