@@ -203,65 +203,124 @@ Status read_guarded(DeviceRuntime& device, const GuardedOutput& out, std::vector
   return Status::ok();
 }
 
-// Inputs and expected outputs of one case, on the host.
-struct CaseData {
-  std::vector<Tensor> inputs;     // contiguous, signature dtypes
-  std::vector<Tensor> expected;   // f64
-  std::vector<Tensor> torch;      // torch's outputs (fixture cases), may be empty tensors
-  std::string source;
-};
+// Host copies of a tensor (the state the reference advances apart from what was uploaded).
+Result<Tensor> host_copy(const Tensor& t) {
+  auto copy = empty_tensor(scratch_host(), t.dtype, t.shape);
+  if (!copy) return copy.status();
+  DNNB_TRY(copy_tensor(*copy, t));
+  return copy;
+}
 
-Status load_fixture_data(const PlannedCase& pc, const FixtureManifest& manifest, const Signature& sig, CaseData& data) {
-  DNNB_TRY(manifest.verify(*pc.fixture));
-  const std::string path = manifest.full_path(*pc.fixture);
-  auto file = SafetensorsFile::open(path);
-  if (!file) return file.status();
-  data.source = "fixture " + pc.fixture->path;
-  HostDevice& host = scratch_host();
-  auto load_checked = [&](const std::string& name, DType dtype, const Shape& shape) -> Result<Tensor> {
-    auto t = (*file)->load(name, host);
-    if (!t) return Status::bad_input(path + ": " + t.status().message);
+// The name of a tensor of step `step` in a fixture file: step 0 under the plain name, later
+// steps as "<name>@<step>".
+std::string step_name(const std::string& name, int step) {
+  return step == 0 ? name : name + "@" + std::to_string(step);
+}
+
+// Where a case's inputs and expected outputs come from, step by step: a fixture file, or the
+// reference on random inputs. Host tensors throughout; inputs contiguous in signature dtypes,
+// expected outputs f64.
+class CaseSource {
+ public:
+  CaseSource(const PlannedCase& pc, const FixtureManifest& manifest, const Signature& sig)
+      : pc_(pc), manifest_(manifest), sig_(sig) {}
+
+  // Step 0: every input. Later steps: the inputs that are not state (state entries are left
+  // as they are). Then the expected outputs of the step (and torch's, for fixtures).
+  Status next_step(int step, std::vector<Tensor>& inputs, std::vector<Tensor>& expected, std::vector<Tensor>& torch) {
+    expected.clear();
+    torch.clear();
+    return pc_.fixture ? from_fixture(step, inputs, expected, torch) : from_random(step, inputs, expected, torch);
+  }
+  // The expected state after the last step, one per input (empty tensors for inputs that are
+  // not state).
+  Result<std::vector<Tensor>> final_state(const std::vector<Tensor>& advanced_state);
+  const std::string& source() const { return source_; }
+
+ private:
+  Result<Tensor> load_checked(const std::string& name, DType dtype, const Shape& shape) {
+    auto t = file_->load(name, scratch_host());
+    if (!t) return Status::bad_input(path_ + ": " + t.status().message);
     if (t->dtype != dtype || t->shape != shape)
-      return Status::bad_input(path + ": tensor '" + name + "' is " + dtype_name(t->dtype) + " " +
+      return Status::bad_input(path_ + ": tensor '" + name + "' is " + dtype_name(t->dtype) + " " +
                                shape_to_string(t->shape) + ", the signature wants " + dtype_name(dtype) + " " +
                                shape_to_string(shape));
     return t;
-  };
-  for (const auto& in : sig.inputs) {
-    auto t = load_checked(in.name, in.dtype, in.shape);
-    if (!t) return t.status();
-    data.inputs.push_back(*t);
   }
-  for (const auto& out : sig.outputs) {
-    auto golden = load_checked("golden." + out.name, DType::f64, out.shape);
-    if (!golden) return golden.status();
-    data.expected.push_back(*golden);
-    Tensor torch_out;
-    if ((*file)->find("torch." + out.name) != nullptr) {
-      auto t = load_checked("torch." + out.name, out.dtype, out.shape);
-      if (!t) return t.status();
-      torch_out = *t;
+  Status from_fixture(int step, std::vector<Tensor>& inputs, std::vector<Tensor>& expected, std::vector<Tensor>& torch) {
+    if (!file_) {
+      DNNB_TRY(manifest_.verify(*pc_.fixture));
+      path_ = manifest_.full_path(*pc_.fixture);
+      auto file = SafetensorsFile::open(path_);
+      if (!file) return file.status();
+      file_ = *file;
+      source_ = "fixture " + pc_.fixture->path;
+      inputs.resize(sig_.inputs.size());
     }
-    data.torch.push_back(torch_out);
+    for (size_t i = 0; i < sig_.inputs.size(); ++i) {
+      const TensorSpec& in = sig_.inputs[i];
+      if (step > 0 && in.state) continue;
+      auto t = load_checked(step_name(in.name, step), in.dtype, in.shape);
+      if (!t) return t.status();
+      inputs[i] = *t;
+    }
+    for (const auto& out : sig_.outputs) {
+      auto golden = load_checked(step_name("golden." + out.name, step), DType::f64, out.shape);
+      if (!golden) return golden.status();
+      expected.push_back(*golden);
+      Tensor torch_out;
+      if (file_->find(step_name("torch." + out.name, step)) != nullptr) {
+        auto t = load_checked(step_name("torch." + out.name, step), out.dtype, out.shape);
+        if (!t) return t.status();
+        torch_out = *t;
+      }
+      torch.push_back(torch_out);
+    }
+    return Status::ok();
   }
-  return Status::ok();
-}
+  Status from_random(int step, std::vector<Tensor>& inputs, std::vector<Tensor>& expected, std::vector<Tensor>& torch) {
+    const Problem& p = pc_.id.problem;
+    if (step == 0) {
+      auto made = make_random_inputs(*pc_.spec, p, sig_);
+      if (!made) return made.status();
+      inputs = std::move(*made);
+      source_ = "random seed=" + hex64(p.seed());
+    } else {
+      if (!pc_.spec->step_inputs)
+        return Status::error("op " + pc_.spec->name + " runs several steps without step_inputs");
+      Rng rng(p.seed() ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step)));
+      DNNB_TRY(pc_.spec->step_inputs(p, step, inputs, rng));
+    }
+    for (const auto& out : sig_.outputs) {
+      auto t = empty_tensor(scratch_host(), DType::f64, out.shape);
+      if (!t) return t.status();
+      expected.push_back(*t);
+      torch.emplace_back();
+    }
+    return Status::ok();
+  }
 
-Status make_random_data(const PlannedCase& pc, const Signature& sig, CaseData& data) {
-  const Problem& p = pc.id.problem;
-  HostDevice& host = scratch_host();
-  auto inputs = make_random_inputs(*pc.spec, p, sig);
-  if (!inputs) return inputs.status();
-  data.inputs = std::move(*inputs);
-  for (const auto& out : sig.outputs) {
-    auto t = empty_tensor(host, DType::f64, out.shape);
-    if (!t) return t.status();
-    data.expected.push_back(*t);
-    data.torch.emplace_back();
+  const PlannedCase& pc_;
+  const FixtureManifest& manifest_;
+  const Signature& sig_;
+  std::shared_ptr<SafetensorsFile> file_;
+  std::string path_, source_;
+};
+
+Result<std::vector<Tensor>> CaseSource::final_state(const std::vector<Tensor>& advanced_state) {
+  std::vector<Tensor> out(sig_.inputs.size());
+  for (size_t i = 0; i < sig_.inputs.size(); ++i) {
+    const TensorSpec& in = sig_.inputs[i];
+    if (!in.state) continue;
+    if (!pc_.fixture) {
+      out[i] = advanced_state[i];
+      continue;
+    }
+    auto golden = load_checked("golden." + in.name, in.dtype, in.shape);
+    if (!golden) return golden.status();
+    out[i] = *golden;
   }
-  DNNB_TRY(pc.spec->reference(p, data.inputs, data.expected));
-  data.source = "random seed=" + hex64(p.seed());
-  return Status::ok();
+  return out;
 }
 
 // The smoke tier's one fixture of an op and dtype: its `basic` case where it has one.
@@ -353,6 +412,40 @@ CaseResult result_of(const PlannedCase& pc) {
   return r;
 }
 
+namespace {
+
+// A contiguous f64 copy of a host tensor of any dtype.
+Result<Tensor> as_f64(const Tensor& t) {
+  auto contiguous = to_host(t);
+  if (!contiguous) return contiguous.status();
+  auto out = empty_tensor(scratch_host(), DType::f64, t.shape);
+  if (!out) return out.status();
+  auto* d = static_cast<double*>(out->host_data());
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = load_element(contiguous->host_data(), t.dtype, i);
+  return out;
+}
+
+// Compares one output (or state) with its expected values, and torch's, into `o`; false when
+// it fails, with the reason in `why`.
+bool judge_output(const Tensor& ours, const Tensor& expected, const Tensor& torch, OutputResult& o, std::string& why) {
+  o.ours = compare_outputs(ours, expected, o.tolerance);
+  bool pass = metrics_pass(o.ours, &why);
+  if (torch.buffer) {
+    o.has_torch = true;
+    o.torch = compare_outputs(torch, expected, o.tolerance);
+    // PyTorch itself outside the policy (it rounds intermediates to the dtype): being no less
+    // accurate than PyTorch passes. docs/conformance.md gives the reason.
+    if (!pass && o.ours.nan_mismatch == 0 && o.ours.inf_mismatch == 0 && !metrics_pass(o.torch, nullptr) &&
+        o.torch.nan_mismatch == 0 && o.ours.max_abs <= o.torch.max_abs && o.ours.rel_l2 <= o.torch.rel_l2) {
+      pass = true;
+      o.within_torch = true;
+    }
+  }
+  return pass;
+}
+
+}  // namespace
+
 CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CaseResult r = result_of(pc);
@@ -364,24 +457,23 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
   };
   if (!pc.device) return finish(Status::skipped(pc.skip_reason));
   const Problem& problem = pc.id.problem;
-  auto sig = pc.spec->signature(problem);
+  const OpSpec& op = *pc.spec;
+  auto sig = op.signature(problem);
   if (!sig) return finish(Status::bad_input(r.case_id + ": " + sig.status().message));
   Status support = pc.impl->supports(problem, *pc.device);
   if (!support.is_ok()) return finish(support);
-
-  CaseData data;
-  Status loaded = pc.fixture ? load_fixture_data(pc, manifest, *sig, data) : make_random_data(pc, *sig, data);
-  if (!loaded.is_ok()) return finish(loaded);
+  const int steps = op.steps ? op.steps(problem) : 1;
+  if (steps < 1) return finish(Status::bad_input(r.case_id + ": " + std::to_string(steps) + " steps"));
+  const bool has_state =
+      std::any_of(sig->inputs.begin(), sig->inputs.end(), [](const TensorSpec& t) { return t.state; });
 
   DeviceRuntime& device = *pc.device;
   auto workspace = make_workspace(*pc.impl, problem, device);
   if (!workspace) return finish(workspace.status());
   OpCall call{problem, device, {}, {}, *workspace};
-  for (size_t i = 0; i < sig->inputs.size(); ++i) {
-    auto t = make_device_input(device, sig->inputs[i]);
+  for (const auto& in : sig->inputs) {
+    auto t = make_device_input(device, in);
     if (!t) return finish(t.status());
-    Status s = copy_tensor(*t, data.inputs[i]);
-    if (!s.is_ok()) return finish(s);
     call.inputs.push_back(*t);
   }
   std::vector<GuardedOutput> outputs;
@@ -391,71 +483,120 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     outputs.push_back(*g);
     call.outputs.push_back(g->view);
   }
+  const bool dot_product = op.tolerance == ToleranceClass::dot_product;
+  if (dot_product && !op.dot_product_error)
+    return finish(Status::error("op " + op.name + " is a dot_product op without dot_product_error"));
 
-  std::vector<std::vector<uint8_t>> first_bodies;
-  const int runs = options.bitwise ? 2 : 1;
-  for (int run = 0; run < runs; ++run) {
-    for (auto& o : outputs) {
-      Status s = poison(device, o);
-      if (!s.is_ok()) return finish(s);
-    }
-    Status ran = pc.impl->run(call);
-    if (!ran.is_ok()) return finish(ran);
-    Status synced = device.synchronize();
-    if (!synced.is_ok()) return finish(synced);
-    std::vector<std::vector<uint8_t>> bodies(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      Status s = read_guarded(device, outputs[i], bodies[i]);
-      if (!s.is_ok()) return finish(s);
-    }
-    if (run == 0) {
-      first_bodies = std::move(bodies);
-    } else {
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        size_t differ = 0;
-        for (size_t b = 0; b < bodies[i].size(); ++b) differ += bodies[i][b] != first_bodies[i][b];
-        if (differ)
-          return finish(Status::mismatch("not bitwise reproducible: " + std::to_string(differ) + " bytes of output '" +
-                                         sig->outputs[i].name + "' differ between two runs"));
-      }
-    }
-  }
-
-  std::vector<double> magnitudes;
-  const bool dot_product = pc.spec->tolerance == ToleranceClass::dot_product;
-  if (dot_product) {
-    if (!pc.spec->dot_product_error)
-      return finish(Status::error("op " + pc.spec->name + " is a dot_product op without dot_product_error"));
-    auto m = magnitude_rms(*pc.spec, problem, *sig, data.inputs);
-    if (!m) return finish(m.status());
-    magnitudes = std::move(*m);
-  }
+  CaseSource source(pc, manifest, *sig);
+  std::vector<Tensor> inputs, expected, torch;
+  // The reference's own copy of the state, advanced step by step (what the device received at
+  // step 0 stays as it was).
+  std::vector<Tensor> working(sig->inputs.size());
   Status verdict = Status::ok();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const TensorSpec& spec = sig->outputs[i];
-    auto host = empty_tensor(scratch_host(), spec.dtype, spec.shape);
-    if (!host) return finish(host.status());
-    std::memcpy(host->host_data(), first_bodies[i].data(), first_bodies[i].size());
-    OutputResult o;
-    o.name = spec.name;
-    o.tolerance = dot_product ? dot_product_tolerance(spec.dtype, pc.spec->dot_product_error(problem, i), magnitudes[i])
-                              : tolerance_for(pc.spec->tolerance, spec.dtype, rms_of(data.expected[i]));
-    o.ours = compare_outputs(*host, data.expected[i], o.tolerance);
-    std::string why;
-    bool pass = metrics_pass(o.ours, &why);
-    if (data.torch[i].buffer) {
-      o.has_torch = true;
-      o.torch = compare_outputs(data.torch[i], data.expected[i], o.tolerance);
-      // PyTorch itself outside the policy (it rounds intermediates to the dtype): being no
-      // less accurate than PyTorch passes. docs/conformance.md gives the reason.
-      if (!pass && o.ours.nan_mismatch == 0 && o.ours.inf_mismatch == 0 && !metrics_pass(o.torch, nullptr) &&
-          o.torch.nan_mismatch == 0 && o.ours.max_abs <= o.torch.max_abs && o.ours.rel_l2 <= o.torch.rel_l2) {
-        pass = true;
-        o.within_torch = true;
+  for (int step = 0; step < steps; ++step) {
+    Status got = source.next_step(step, inputs, expected, torch);
+    if (!got.is_ok()) return finish(got);
+    r.source = source.source();
+    std::vector<Tensor> reference_inputs = inputs;
+    for (size_t i = 0; i < sig->inputs.size(); ++i) {
+      if (!sig->inputs[i].state) continue;
+      if (step == 0) {
+        auto copy = host_copy(inputs[i]);
+        if (!copy) return finish(copy.status());
+        working[i] = *copy;
+      }
+      reference_inputs[i] = working[i];
+    }
+    std::vector<double> magnitudes;
+    if (dot_product) {
+      auto m = magnitude_rms(op, problem, *sig, reference_inputs);
+      if (!m) return finish(m.status());
+      magnitudes = std::move(*m);
+    }
+    if (!pc.fixture) {
+      Status s = op.reference(problem, reference_inputs, expected);
+      if (!s.is_ok()) return finish(s);
+    } else if (has_state && steps > 1 && dot_product) {
+      // Fixtures carry each step's expected outputs; the reference only advances the state the
+      // next step's magnitude sums read.
+      std::vector<Tensor> scratch;
+      for (const auto& out : sig->outputs) {
+        auto t = empty_tensor(scratch_host(), DType::f64, out.shape);
+        if (!t) return finish(t.status());
+        scratch.push_back(*t);
+      }
+      Status s = op.reference(problem, reference_inputs, scratch);
+      if (!s.is_ok()) return finish(s);
+    }
+    for (size_t i = 0; i < sig->inputs.size(); ++i) {
+      if (step > 0 && sig->inputs[i].state) continue;
+      Status s = copy_tensor(call.inputs[i], inputs[i]);
+      if (!s.is_ok()) return finish(s);
+    }
+
+    std::vector<std::vector<uint8_t>> first_bodies;
+    const int runs = options.bitwise ? 2 : 1;
+    for (int run = 0; run < runs; ++run) {
+      for (auto& o : outputs) {
+        Status s = poison(device, o);
+        if (!s.is_ok()) return finish(s);
+      }
+      Status ran = pc.impl->run(call);
+      if (!ran.is_ok()) return finish(ran);
+      Status synced = device.synchronize();
+      if (!synced.is_ok()) return finish(synced);
+      std::vector<std::vector<uint8_t>> bodies(outputs.size());
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        Status s = read_guarded(device, outputs[i], bodies[i]);
+        if (!s.is_ok()) return finish(s);
+      }
+      if (run == 0) {
+        first_bodies = std::move(bodies);
+      } else {
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          size_t differ = 0;
+          for (size_t b = 0; b < bodies[i].size(); ++b) differ += bodies[i][b] != first_bodies[i][b];
+          if (differ)
+            return finish(Status::mismatch("not bitwise reproducible: " + std::to_string(differ) + " bytes of output '" +
+                                           step_name(sig->outputs[i].name, step) + "' differ between two runs"));
+        }
       }
     }
-    if (!pass && verdict.is_ok()) verdict = Status::mismatch("output '" + spec.name + "': " + why);
-    r.outputs.push_back(o);
+
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const TensorSpec& spec = sig->outputs[i];
+      auto host = empty_tensor(scratch_host(), spec.dtype, spec.shape);
+      if (!host) return finish(host.status());
+      std::memcpy(host->host_data(), first_bodies[i].data(), first_bodies[i].size());
+      OutputResult o;
+      o.name = steps > 1 ? step_name(spec.name, step) : spec.name;
+      o.tolerance = dot_product ? dot_product_tolerance(spec.dtype, op.dot_product_error(problem, i), magnitudes[i])
+                                : tolerance_for(op.tolerance, spec.dtype, rms_of(expected[i]));
+      std::string why;
+      if (!judge_output(*host, expected[i], torch[i], o, why) && verdict.is_ok())
+        verdict = Status::mismatch("output '" + o.name + "': " + why);
+      r.outputs.push_back(o);
+    }
+  }
+
+  if (has_state) {
+    auto final_state = source.final_state(working);
+    if (!final_state) return finish(final_state.status());
+    for (size_t i = 0; i < sig->inputs.size(); ++i) {
+      const TensorSpec& spec = sig->inputs[i];
+      if (!spec.state) continue;
+      auto ours = to_host(call.inputs[i]);
+      if (!ours) return finish(ours.status());
+      auto want = as_f64((*final_state)[i]);
+      if (!want) return finish(want.status());
+      OutputResult o;
+      o.name = spec.name + " (state after step " + std::to_string(steps - 1) + ")";
+      o.tolerance = tolerance_for(ToleranceClass::exact, spec.dtype, rms_of(*want));
+      std::string why;
+      if (!judge_output(*ours, *want, Tensor{}, o, why) && verdict.is_ok())
+        verdict = Status::mismatch("state '" + spec.name + "': " + why);
+      r.outputs.push_back(o);
+    }
   }
   if (!verdict.is_ok()) {
     const std::string text = problem.to_string();

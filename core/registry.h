@@ -26,6 +26,13 @@ struct TensorSpec {
   // Dtypes a problem may give this operand through the param `<name>.dt=` (e.g. `y.dt=f32` for
   // a bf16 product with an f32 output); empty = it always has the dtype the op gave it.
   std::vector<DType> dtype_choices;
+  // An input the op also updates in place (a KV cache): it stays on the device across the steps
+  // of a case, the reference updates its host copy in place in the operand's own dtype, and
+  // check compares it after the last step (tolerance class exact: what the op stores is its
+  // inputs cast to the state's dtype). A step's effect on the state depends on the step's inputs
+  // only (writes at given positions), so running a step twice leaves what running it once
+  // does: bench launches one step repeatedly, check --bitwise runs each step twice.
+  bool state = false;
 };
 
 struct Signature {
@@ -98,8 +105,16 @@ struct OpSpec {
   // Fills host inputs (contiguous, signature dtypes) for a random case. Default: normal(0,1)
   // rounded to each input's dtype.
   std::function<Status(const Problem&, std::vector<Tensor>& inputs, Rng& rng)> fill_inputs;
+  // Ops with state (TensorSpec::state) may run several steps per case (a decode loop): how many
+  // for a problem (unset: 1), and the host inputs of step `step` >= 1 (the new token's q, k, v
+  // and position), rewriting the inputs that are not state; fill_inputs gives step 0's. check
+  // compares every step's outputs, and the state after the last. Fixture files hold step s's
+  // inputs and outputs as `<name>@<s>` and `golden.<name>@<s>` (docs/conformance.md).
+  std::function<int(const Problem&)> steps;
+  std::function<Status(const Problem&, int step, std::vector<Tensor>& inputs, Rng& rng)> step_inputs;
   // The oracle: reads inputs of any dtype and layout on the host, writes f64 outputs
-  // (contiguous host tensors of dtype f64 shaped as the signature's outputs).
+  // (contiguous host tensors of dtype f64 shaped as the signature's outputs), and updates state
+  // inputs in place (one step).
   std::function<Status(const Problem&, const std::vector<Tensor>& inputs,
                        std::vector<Tensor>& outputs)> reference;
 };

@@ -345,6 +345,7 @@ TEST(Registration, EveryOpIsComplete) {
     EXPECT_FALSE(spec.dtypes.empty());
     ASSERT_TRUE(spec.signature && spec.flops && spec.fill_inputs && spec.reference);
     if (spec.tolerance == ToleranceClass::dot_product) EXPECT_TRUE(spec.dot_product_error) << "dot_product op without dot_product_error";
+    if (spec.steps) EXPECT_TRUE(spec.step_inputs) << "an op of several steps without step_inputs";
     const Implementation* impl = Registry::instance().find_implementation(name, "reference", "");
     ASSERT_NE(impl, nullptr);
     EXPECT_EQ(impl->dtypes, spec.dtypes);
