@@ -12,7 +12,7 @@
 //   dram_read_bytes_per_s     read-only stream (a reduction the compiler cannot drop)
 //   cache_read_bytes_per_s    read stream over a working set that fits the last-level cache
 //   <dtype>_<unit>_flops_per_s  arithmetic, 2 FLOP per FMA: f32_fma, f16_fma, bf16_dot (AVX512_BF16),
-//                             bf16_amx, f16_tensor, bf16_tensor (CUDA mma)
+//                             bf16_amx, f16_tensor, bf16_tensor (CUDA: wgmma on compute capability 9.0, else mma.sync)
 // docs/roofline.md says how each is measured and how repeatable it is.
 #pragma once
 #include <functional>
