@@ -33,14 +33,18 @@ inline constexpr double kWgmmaFlop = 2.0 * 64 * 256 * 16;  // one m64n256k16
 template <typename T>
 __global__ void __launch_bounds__(kProbeThreads, 1) wgmma_probe_kernel(long long iterations, float* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  __shared__ __align__(1024) unsigned char tiles[kProbeATileBytes + kProbeBTileBytes];
+  // The tiles start on a 1024-byte boundary of the shared window (the 128-byte swizzle's
+  // period, which the descriptors assume), rounded up by hand as the GEMM does: 1 KB spare.
+  __shared__ __align__(1024) unsigned char smem[kProbeATileBytes + kProbeBTileBytes + 1024];
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  unsigned char* tiles = smem + (((base + 1023u) & ~1023u) - base);
   for (int i = threadIdx.x; i < (kProbeATileBytes + kProbeBTileBytes) / 16; i += blockDim.x)
     reinterpret_cast<uint4*>(tiles)[i] = make_uint4(0, 0, 0, 0);
   // The zeros were written by ordinary stores: visible to wgmma's async proxy, then to every
   // warpgroup.
   fence_proxy_async_shared();
   __syncthreads();
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(tiles));
+  const uint32_t a = (base + 1023u) & ~1023u;
   const uint32_t b = a + kProbeATileBytes;
 
   float acc[128];
