@@ -57,6 +57,7 @@ struct OutputResult {
   bool has_torch = false;
   Metrics torch;                  // PyTorch's own error against the golden
   bool within_torch = false;      // passed because no worse than PyTorch
+  std::string torch_rule;         // judged by OutputBound::torch_factor: "<= 2 x torch + 1.2e-03"
 };
 
 struct CaseResult {

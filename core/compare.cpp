@@ -52,6 +52,7 @@ double rtol_ulps(ToleranceClass c, DType dtype) {
     case ToleranceClass::normalization: return f32 ? 64 : 2;
     case ToleranceClass::loss: return f32 ? 64 : 2;
     case ToleranceClass::dot_product: return 1;  // not used: dot_product_tolerance
+    case ToleranceClass::attention: return 1;    // not used: OpSpec::output_bounds
   }
   return 1;
 }

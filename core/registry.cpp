@@ -16,6 +16,7 @@ const char* to_string(ToleranceClass c) {
     case ToleranceClass::normalization: return "normalization";
     case ToleranceClass::loss: return "loss";
     case ToleranceClass::dot_product: return "dot_product";
+    case ToleranceClass::attention: return "attention";
   }
   return "?";
 }

@@ -61,6 +61,7 @@ enum class ToleranceClass {
   normalization,// mean/variance then scale (layernorm, rmsnorm, softmax)
   loss,         // cross-entropy and its gradient
   dot_product,  // sums of K products (matmul, linear, dot): a bound growing with K, see below
+  attention,    // softmax-weighted sums (sdpa): bounds from the problem and inputs, OpSpec::output_bounds
 };
 
 // How an output of a dot_product op is formed, for its tolerance (core/compare.h,
@@ -69,6 +70,16 @@ enum class ToleranceClass {
 struct DotProductError {
   int64_t length = 0;
   double input_unit_roundoff = 0;
+};
+
+// The error bound of one output of an op whose bound comes from the problem and its inputs
+// (attention): rtol and atol for random cases; with a torch output in a fixture and
+// torch_factor > 0, the case passes when its max abs error is at most torch_factor x torch's
+// own plus `floor` (FlashAttention's test rule).
+struct OutputBound {
+  double rtol = 0, atol = 0;
+  double torch_factor = 0;
+  double floor = 0;
 };
 
 // A problem of an op spec: "shape[:params]", run at every dtype of the op unless `only` lists
@@ -98,6 +109,10 @@ struct OpSpec {
   // dot_product ops: how output `index` of a problem is formed. The checker also runs the
   // reference on the inputs' absolute values to get each output's magnitude sum |a||b|.
   std::function<DotProductError(const Problem&, size_t index)> dot_product_error;
+  // Ops whose bound comes from the problem and the inputs (docs/conformance.md): one bound per
+  // output, from one step's host inputs (before the reference updates any state). Unset: the
+  // tolerance class's rule.
+  std::function<Result<std::vector<OutputBound>>(const Problem&, const std::vector<Tensor>& inputs)> output_bounds;
   std::function<double(const Problem&)> flops;
   // Minimal bytes moved, for ops that need not read every input whole (embedding reads T rows
   // of a V-row table); unset = every input read once and every output written once.

@@ -24,6 +24,10 @@ std::string format_output(const OutputResult& o) {
     std::snprintf(buf, sizeof buf, " | torch max_abs %.2e rel_l2 %.2e", o.torch.max_abs, o.torch.rel_l2);
     s += buf;
   }
+  if (!o.torch_rule.empty()) {
+    s += " | rule: max_abs " + o.torch_rule + (o.within_torch ? " (met)" : " (not met)");
+    return s;
+  }
   s += " | " + o.tolerance.describe();
   if (o.within_torch) s += " (outside policy, within torch's own error)";
   return s;
