@@ -44,6 +44,7 @@
 #include "core/ceilings.h"
 #include "core/host_device.h"
 #include "core/registry.h"
+#include "devices/cpu/amx_tiles.h"
 #include "devices/cpu/cpu_features.h"
 
 namespace dnnb {
@@ -532,50 +533,31 @@ DNNB_CEIL_AVX512_BF16 float bf16_dot_kernel(int64_t iterations) {
 
 // AMX: tiles 0-3 accumulate (16x16 f32), 4-5 hold A (16 rows x 32 bf16), 6-7 hold B
 // (16 rows of 32 bf16 pairs); a 2x2 block of TDPBF16PS per iteration, each 16x16x32 MACs.
-struct alignas(64) AmxTileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
+// The tile configuration and instructions: devices/cpu/amx_tiles.h.
 constexpr double kAmxFlopPerTdp = 16.0 * 16 * 32 * 2;
 
-// GCC's tile intrinsics are asm statements that take addresses in registers without a
-// "memory" clobber: without this the compiler may drop the stores they read or reorder the
-// loads of what they wrote.
-inline void memory_used_by_asm(const void* p) { asm volatile("" : : "r"(p) : "memory"); }
-
 DNNB_CEIL_AMX float bf16_amx_kernel(int64_t iterations) {
-  AmxTileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.rows[t] = 16;
-    config.colsb[t] = 64;
-  }
+  const amx::TileConfig config = amx::full_tiles(8);
   alignas(64) uint16_t operand[16 * 32];
   for (auto& v : operand) v = 0x3c23;  // bf16 0.01
   alignas(64) float result[16 * 16];
-  memory_used_by_asm(&config);
-  memory_used_by_asm(operand);
-  _tile_loadconfig(&config);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_loadd(4, operand, 64);
-  _tile_loadd(5, operand, 64);
-  _tile_loadd(6, operand, 64);
-  _tile_loadd(7, operand, 64);
+  amx::load_config(config);
+  amx::zero<0>();
+  amx::zero<1>();
+  amx::zero<2>();
+  amx::zero<3>();
+  amx::load<4>(operand, 64);
+  amx::load<5>(operand, 64);
+  amx::load<6>(operand, 64);
+  amx::load<7>(operand, 64);
   for (int64_t i = 0; i < iterations; ++i) {
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    amx::dpbf16ps<0, 4, 6>();
+    amx::dpbf16ps<1, 4, 7>();
+    amx::dpbf16ps<2, 5, 6>();
+    amx::dpbf16ps<3, 5, 7>();
   }
-  _tile_stored(0, result, 64);
-  _tile_release();
-  memory_used_by_asm(result);
+  amx::store<0>(result, 64);
+  amx::release();
   return result[0];
 }
 #endif

@@ -1,5 +1,5 @@
 // The GEMM engine (gemm.h): packed panels, a 14 x 32 register tile, cache blocking, threads
-// over output blocks. Internals shared with the bf16 pairs path: gemm_tile.h.
+// over output blocks. Internals shared with the bf16 pairs and AMX paths: gemm_tile.h.
 //
 // Threads: the output is cut into one block of rows x columns per thread (plan_grid), and each
 // thread computes its block over all of K with its own packing, so threads meet only at the
@@ -29,6 +29,7 @@
 
 #include <vector>
 
+#include "kernels/avx512/gemm_amx.h"
 #include "kernels/avx512/gemm_tile.h"
 #include "kernels/avx512/transpose16.h"
 
@@ -153,6 +154,7 @@ namespace {
 using namespace gemm_detail;
 
 constexpr int64_t kMC = 336;   // rows of a packed at a time: 336 x 256 words x 4 bytes = 336 KiB
+                               // (rounded down to a multiple of the path's mr)
 constexpr int64_t kNC = 1024;  // columns of b packed at a time: 256 x 1024 x 4 bytes = 1 MiB
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -174,9 +176,9 @@ bool float_format(DType d) { return d == DType::f32 || d == DType::f16 || d == D
 // block: its tiles (rows x columns / 16 FMAs) plus its packing (rows + columns, about one
 // cycle each), so a small M splits the columns and a small N the rows.
 struct Grid {
-  int64_t tm = 1, tn = 1, mb = 0, nb = 0;  // blocks of mb rows (multiple of kMR) and nb columns
+  int64_t tm = 1, tn = 1, mb = 0, nb = 0;  // blocks of mb rows (multiple of mr) and nb columns
 };
-Grid plan_grid(int64_t M, int64_t N, int64_t threads) {
+Grid plan_grid(int64_t M, int64_t N, int64_t threads, int64_t mr) {
   Grid best;
   double best_cost = -1;
   for (int64_t tm = 1; tm <= threads; ++tm) {
@@ -184,7 +186,7 @@ Grid plan_grid(int64_t M, int64_t N, int64_t threads) {
     Grid g;
     g.tm = tm;
     g.tn = threads / tm;
-    g.mb = round_up(ceil_div(M, g.tm), kMR);
+    g.mb = round_up(ceil_div(M, g.tm), mr);
     g.nb = round_up(ceil_div(N, g.tn), kNR);
     const double cost = static_cast<double>(g.mb) * static_cast<double>(g.nb) / 16.0 + static_cast<double>(g.mb + g.nb);
     if (best_cost < 0 || cost < best_cost) {
@@ -215,22 +217,26 @@ void run_block(const Block& blk) {
   const int64_t K = g.k;
   const bool y_f32 = g.y_dtype == DType::f32;
   const int64_t y_bytes = static_cast<int64_t>(dtype_size(g.y_dtype));
-  const int64_t words_max = ceil_div(std::min(K, path.kc), path.k_per_word);
+  const int64_t mr = path.mr, mc = kMC / mr * mr;
+  // Packed K of a K block: its words, padded to the path's word_align.
+  auto words_of = [&](int64_t kc) { return round_up(ceil_div(kc, path.k_per_word), path.word_align); };
+  const int64_t words_max = words_of(std::min(K, path.kc));
   const int64_t nc_max = std::min(round_up(blk.j1 - blk.j0, kNR), kNC);
-  const int64_t mc_max = std::min(round_up(blk.i1 - blk.i0, kMR), kMC);
+  const int64_t mc_max = std::min(round_up(blk.i1 - blk.i0, mr), mc);
   uint32_t* apack = align64(scratch<uint32_t>(0, mc_max * words_max + 16));
   uint32_t* bpack = align64(scratch<uint32_t>(1, nc_max * words_max + 16));
   // Partial sums of a 16-bit output across K blocks: the block's rows x one column block.
   float* cbuf = !y_f32 && K > path.kc ? align64(scratch<float>(2, (blk.i1 - blk.i0) * nc_max + 16)) : nullptr;
+  if (path.enter) path.enter();
   for (int64_t jc = blk.j0; jc < blk.j1; jc += kNC) {
     const int64_t nc = std::min(kNC, blk.j1 - jc), panels = ceil_div(nc, kNR);
     for (int64_t pc = 0; pc < K; pc += path.kc) {
-      const int64_t kc = std::min(path.kc, K - pc), words = ceil_div(kc, path.k_per_word);
+      const int64_t kc = std::min(path.kc, K - pc), words = words_of(kc);
       const void* b_block = element(blk.b, g.b.dtype, pc * g.b.row_stride + jc * g.b.col_stride);
       for (int64_t q = 0; q < panels; ++q)
         path.pack_b(b_block, g.b.row_stride, g.b.col_stride, kc, nc, q, bpack + q * words * kNR);
-      for (int64_t ic = blk.i0; ic < blk.i1; ic += kMC) {
-        const int64_t rows = std::min(kMC, blk.i1 - ic);
+      for (int64_t ic = blk.i0; ic < blk.i1; ic += mc) {
+        const int64_t rows = std::min(mc, blk.i1 - ic);
         path.pack_a(element(blk.a, g.a.dtype, ic * g.a.row_stride + pc * g.a.col_stride), g.a.row_stride,
                     g.a.col_stride, rows, kc, apack);
         for (int64_t q = 0; q < panels; ++q) {
@@ -242,9 +248,9 @@ void run_block(const Block& blk) {
           t.y_dtype = g.y_dtype;
           t.y_rs = g.y_row_stride;
           t.bias = blk.bias ? blk.bias + j : nullptr;
-          for (int64_t r = 0; r < rows; r += kMR) {
+          for (int64_t r = 0; r < rows; r += mr) {
             const int64_t i = ic + r;
-            t.rows = static_cast<int>(std::min<int64_t>(kMR, rows - r));
+            t.rows = static_cast<int>(std::min<int64_t>(mr, rows - r));
             t.y = blk.y + (i * g.y_row_stride + j) * y_bytes;
             if (y_f32) {
               t.c = static_cast<float*>(t.y);
@@ -259,6 +265,16 @@ void run_block(const Block& blk) {
       }
     }
   }
+  if (path.leave) path.leave();
+}
+
+Status check_call(const GemmCall& g) {
+  if (!float_format(g.a.dtype) || !float_format(g.b.dtype) || !float_format(g.y_dtype) ||
+      (g.bias && !float_format(g.bias_dtype)))
+    return Status::unsupported("avx512 gemm: operands must be f32, f16 or bf16");
+  if (g.a.data == nullptr || g.b.data == nullptr || g.y == nullptr)
+    return Status::bad_input("avx512 gemm: an operand is not in host memory");
+  return Status::ok();
 }
 
 }  // namespace
@@ -277,14 +293,14 @@ MatrixView matrix_view(const Tensor& t, bool transposed) {
 }
 
 Status gemm(const GemmCall& g) {
-  if (!float_format(g.a.dtype) || !float_format(g.b.dtype) || !float_format(g.y_dtype) ||
-      (g.bias && !float_format(g.bias_dtype)))
-    return Status::unsupported("avx512 gemm: operands must be f32, f16 or bf16");
-  if (g.a.data == nullptr || g.b.data == nullptr || g.y == nullptr)
-    return Status::bad_input("avx512 gemm: an operand is not in host memory");
+  DNNB_TRY(check_call(g));
   const bool pairs = g.bf16_pairs && has_native_bf16 && g.a.dtype == DType::bf16 && g.b.dtype == DType::bf16;
-  const Path path = pairs ? bf16_pairs_path() : f32_path(g.a.dtype, g.b.dtype);
+  const Path path = pairs && g.amx && has_amx_bf16 ? amx_path() : pairs ? bf16_pairs_path() : f32_path(g.a.dtype, g.b.dtype);
+  return gemm_detail::gemm_with_path(g, path);
+}
 
+Status gemm_detail::gemm_with_path(const GemmCall& g, const Path& path) {
+  DNNB_TRY(check_call(g));
   std::vector<float> bias;
   if (g.bias) {
     bias.resize(static_cast<size_t>(g.n));
@@ -294,7 +310,7 @@ Status gemm(const GemmCall& g) {
   // One block per thread and batch item; a product too small to share runs on this thread.
   const int64_t work = g.batch * g.m * g.n * g.k;
   const int64_t threads = work >= (int64_t{1} << 18) ? max_threads() : 1;
-  const Grid grid = plan_grid(g.m, g.n, threads);
+  const Grid grid = plan_grid(g.m, g.n, threads, path.mr);
   const int64_t per_item = grid.tm * grid.tn;
   const int64_t y_bytes = static_cast<int64_t>(dtype_size(g.y_dtype));
   parallel_tasks(g.batch * per_item, threads > 1 ? work : 0, [&](int64_t task) {

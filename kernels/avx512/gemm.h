@@ -37,7 +37,15 @@ struct GemmCall {
   // which treats subnormal inputs and products as zero; false converts them to f32 while
   // packing and multiplies with FMA, as f16 and f32 are.
   bool bf16_pairs = true;
+  // With bf16_pairs, on a CPU (and OS) that runs AMX_BF16 (has_amx_bf16): TDPBF16PS tiles
+  // (gemm_amx.cpp), which treat subnormals as VDPBF16PS does. matmul and linear set it; gemv,
+  // whose few rows would fill a fraction of each tile, keeps VDPBF16PS.
+  bool amx = false;
 };
+
+// True when this CPU and OS run AMX_BF16 tiles (cpu_features().amx_bf16_usable(), read once)
+// and DNNB_AVX512_AMX is not 0; that variable lets one host time VDPBF16PS against AMX.
+extern const bool has_amx_bf16;
 
 // The view of the last two dims of t (and its leading batch dim, if any); transposed swaps
 // rows and columns (linear's w [N, K] read as K x N).
@@ -53,15 +61,17 @@ inline void store_rounded(void* base, DType dtype, int64_t index, float v) {
   }
 }
 
-// Implementation::when of the matmul and linear variant "fma" (bf16_pairs = false).
-// The ceiling of the default product: bf16 problems run VDPBF16PS (bf16_dot) where the CPU has
-// AVX512_BF16, everything else the f32 FMA units.
+// The ceiling of the default matmul and linear (GemmCall::amx set), as gemm() picks the path:
+// bf16 problems run AMX tiles (bf16_amx) where has_amx_bf16, else VDPBF16PS (bf16_dot) where
+// the CPU has AVX512_BF16; everything else runs the f32 FMA units.
 inline std::string bf16_pairs_unit(const Problem& problem, const DeviceRuntime&) {
-  return problem.dtype == DType::bf16 && has_native_bf16 ? "bf16_dot" : "f32_fma";
+  if (problem.dtype != DType::bf16 || !has_native_bf16) return "f32_fma";
+  return has_amx_bf16 ? "bf16_amx" : "bf16_dot";
 }
 
+// Implementation::when of the matmul and linear variant "fma" (bf16_pairs = false).
 inline constexpr const char* kBf16FmaWhen =
-    "bf16 operands or products below 2^-126 (subnormal), which VDPBF16PS treats as zero: converts bf16 to f32 "
+    "bf16 operands or products below 2^-126 (subnormal), which VDPBF16PS and AMX treat as zero: converts bf16 to f32 "
     "and multiplies with FMA, one product per lane and instruction instead of two";
 
 // Runs the product over OpenMP threads. unsupported for a dtype other than f32/f16/bf16 or

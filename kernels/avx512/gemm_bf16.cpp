@@ -15,18 +15,6 @@
 namespace dnnb::avx512::gemm_detail {
 namespace {
 
-DNNB_AVX512_INLINE __mmask32 mask32(int64_t n) {
-  return static_cast<__mmask32>(n >= 32 ? 0xffffffffu : (1u << n) - 1u);
-}
-
-// 16 values of row k and of row k + 1 (zero when k + 1 == kc) as 16 pair words.
-DNNB_AVX512_INLINE __m512i pair_rows(const uint16_t* lo, const uint16_t* hi, __mmask16 m, bool has_hi) {
-  const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo));
-  if (!has_hi) return l;
-  const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi));
-  return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
-}
-
 DNNB_AVX512 void pack_a_pairs(const void* src, int64_t rs, int64_t cs, int64_t rows, int64_t kc, uint32_t* out) {
   const uint16_t* a = static_cast<const uint16_t*>(src);
   const int64_t words = (kc + 1) / 2;
@@ -64,6 +52,8 @@ DNNB_AVX512 void pack_a_pairs(const void* src, int64_t rs, int64_t cs, int64_t r
     }
   }
 }
+
+}  // namespace
 
 DNNB_AVX512 void pack_b_pairs(const void* src, int64_t rs, int64_t cs, int64_t kc, int64_t cols, int64_t panel,
                               uint32_t* out) {
@@ -105,6 +95,8 @@ DNNB_AVX512 void pack_b_pairs(const void* src, int64_t rs, int64_t cs, int64_t k
     }
   }
 }
+
+namespace {
 
 // An R x 32 tile over `words` pair steps.
 template <int R>

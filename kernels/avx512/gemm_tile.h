@@ -1,8 +1,10 @@
-// Internals of the GEMM engine (gemm.h) shared by its two packed paths: f32 values
-// (gemm.cpp: any input format converted while packing, FMA) and bf16 pairs (gemm_bf16.cpp:
-// VDPBF16PS). Packed panels hold 32-bit words: one f32 value per K step, or two bf16 values
-// of consecutive K steps (the lower K in the low half). A panel of a is kMR words per word
-// step, a panel of b kNR words (64-byte aligned); a tile keeps kMR x kNR f32 sums in zmm.
+// Internals of the GEMM engine (gemm.h) shared by its packed paths: f32 values (gemm.cpp:
+// any input format converted while packing, FMA), bf16 pairs (gemm_bf16.cpp: VDPBF16PS) and
+// AMX (gemm_amx.cpp: bf16 pairs in TDPBF16PS tiles). Packed panels hold 32-bit words: one f32
+// value per K step, or two bf16 values of consecutive K steps (the lower K in the low half). A
+// panel of b is kNR words per word step (64-byte aligned), for every path; a panel of a is
+// Path::mr rows (kMR words per word step for the zmm paths; gemm_amx.h for AMX's). The zmm
+// paths keep a kMR x kNR tile of f32 sums in registers, AMX a 32 x kNR block in four tiles.
 #pragma once
 #include <cstring>
 
@@ -81,27 +83,52 @@ DNNB_AVX512_INLINE void finish_tile(__m512 (&acc)[R][2], const TileOut& t) {
   }
 }
 
-// `rows` rows (at most a task's) and kc K steps of a, from element (0, 0), into panels of kMR
-// rows: panel q at out + q * words * kMR (words = K steps / k_per_word, rounded up), zero past
-// `rows` and past kc.
+// `rows` rows (at most a task's) and kc K steps of a, from element (0, 0), into panels of
+// Path::mr rows: panel q at out + q * words * mr (words = K steps / k_per_word, rounded up to
+// Path::word_align), zero past `rows` (up to a whole panel) and past kc.
 using PackA = void (*)(const void* a, int64_t rs, int64_t cs, int64_t rows, int64_t kc, uint32_t* out);
 // Panel `panel` (columns [32 panel, 32 panel + 32) of `cols`) of a kc x cols block of b, to
-// out (words x kNR), zero past `cols` and past kc.
+// out (words x kNR, words as above), zero past `cols` and past kc.
 using PackB = void (*)(const void* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols, int64_t panel, uint32_t* out);
 // One tile over `words` word steps of packed panels, stored through TileOut.
 using TileFn = void (*)(int64_t words, const uint32_t* a, const uint32_t* b, const TileOut& t);
 
 struct Path {
   int k_per_word = 1;
-  int64_t kc = 256;  // K block, in K steps
+  int64_t kc = 256;     // K block, in K steps
+  int mr = kMR;         // rows of a panel of a, and the most rows one tile call stores
+  int word_align = 1;   // packed K (in words) is padded with zeros to a multiple of this
   PackA pack_a = nullptr;
   PackB pack_b = nullptr;
   TileFn tile = nullptr;
+  // Called by the thread that runs a block of y, before its first tile and after its last
+  // (AMX: LDTILECFG and TILERELEASE); null for none.
+  void (*enter)() = nullptr;
+  void (*leave)() = nullptr;
 };
 
 // f32 words: a and b of any of f32, f16, bf16 (converted exactly while packing), FMA.
 Path f32_path(DType a, DType b);
 // bf16 pairs: a and b both bf16, VDPBF16PS (CPUs with AVX512_BF16 only).
 Path bf16_pairs_path();
+// AMX: a and b both bf16, TDPBF16PS (CPUs with AMX_BF16 and the OS permission only).
+Path amx_path();
+
+// The bf16 pairs path's packing of b (gemm_bf16.cpp), which the AMX path shares.
+void pack_b_pairs(const void* b, int64_t rs, int64_t cs, int64_t kc, int64_t cols, int64_t panel, uint32_t* out);
+
+// A mask of the first n of 32 lanes (n <= 0: none).
+inline __mmask32 mask32(int64_t n) {
+  return static_cast<__mmask32>(n >= 32 ? 0xffffffffu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+
+// 16 values of row k and of row k + 1 (zero when !has_hi) as 16 pair words: the lower K in
+// the low half.
+DNNB_AVX512_INLINE __m512i pair_rows(const uint16_t* lo, const uint16_t* hi, __mmask16 m, bool has_hi) {
+  const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo));
+  if (!has_hi) return l;
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi));
+  return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
+}
 
 }  // namespace dnnb::avx512::gemm_detail

@@ -1,8 +1,9 @@
 // linear: y = x @ w^T (+ b) through the GEMM engine (gemm.h): w [N, K] is read as the K x N
 // operand b with its strides swapped, so a row-major w (as models store it) is packed
 // through the engine's column-major path; x and w may be transposed or padded views. The
-// bias is added to the f32 sums before y is rounded once. bf16 uses VDPBF16PS where the CPU
-// has it; the variant fma converts bf16 to f32 instead.
+// bias is added to the f32 sums before y is rounded once. bf16 uses AMX tiles where the CPU
+// and OS allow them, else VDPBF16PS where the CPU has it (gemm.h: has_amx_bf16); the variant
+// fma converts bf16 to f32 instead.
 #include "kernels/avx512/avx512_common.h"
 #include "kernels/avx512/gemm.h"
 #include "suites/ops/gemm_desc.h"
@@ -37,6 +38,7 @@ Status run_linear(OpCall& call, bool bf16_pairs) {
     g.bias_stride = bias.strides.at(0);
   }
   g.bf16_pairs = bf16_pairs;
+  g.amx = bf16_pairs;
   return gemm(g);
 }
 

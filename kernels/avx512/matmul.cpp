@@ -2,7 +2,8 @@
 // through their strides (a.layout / b.layout = transposed or padded are views, not copies)
 // and accumulates in f32; y is f32, f16 or bf16 (y.dt=f32 for 16-bit inputs). tf32=1 is
 // computed in full f32, which the mode allows (it only permits rounding the inputs).
-// bf16 uses VDPBF16PS where the CPU has it; the variant fma converts bf16 to f32 instead.
+// bf16 uses AMX tiles where the CPU and OS allow them, else VDPBF16PS where the CPU has it
+// (gemm.h: has_amx_bf16); the variant fma converts bf16 to f32 instead.
 #include "kernels/avx512/avx512_common.h"
 #include "kernels/avx512/gemm.h"
 #include "suites/ops/gemm_desc.h"
@@ -35,6 +36,7 @@ Status run_matmul(OpCall& call, bool bf16_pairs) {
   g.y_row_stride = out.row_stride;
   g.y_batch_stride = out.batch_stride;
   g.bf16_pairs = bf16_pairs;
+  g.amx = bf16_pairs;
   return gemm(g);
 }
 
