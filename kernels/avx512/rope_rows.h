@@ -4,9 +4,9 @@
 // Work is cut into tasks of (batch b, a block of kPositions positions), spread over threads.
 // A task first builds the cos/sin table of its positions (one per position and pair: the f32
 // angle of ops::rope_angle, its cos and sin taken in double, 8 pairs per step, and rounded to
-// f32), then applies it
-// to those positions in every head, so each table entry serves H rows; the table of a task
-// (kPositions x rot floats x 2, 16 KiB at rot = 128) stays in L1 while the heads stream by.
+// f32), then applies it to those positions in every head, so each table entry serves H rows; the
+// table of a task (8 KiB at rot = 128, 16 KiB in the interleaved form, whose entries are
+// duplicated per pair) stays in L1 while the heads stream by.
 // Rows are rotated 16 pairs per step in f32 with FMAs and rounded once to the dtype:
 //   half:        y[i] = x[i] c - x[i+h] s, y[i+h] = x[i+h] c + x[i] s   (tables c[i], s[i], i < h)
 //   interleaved: y = x C + swap_pairs(x) S, C = (c0, c0, c1, c1, ...), S = (-s0, s0, -s1, s1, ...)
