@@ -1,16 +1,17 @@
 // The CUDA rope kernel, shared by rope (rotation by +angle) and rope_bwd (by -angle, the
 // transpose): x [B, H, S, D] of any strides, pos [B, S] (i64 or i32) -> y.
 //
-// One block per position (b, s). threadIdx.x runs over the units of a row: first the pair units
-// of W pairs each (W = 16 bytes of the dtype: 4 f32 or 8 f16/bf16 pairs; half form: columns
-// i..i+W-1 and h+i..h+i+W-1, interleaved: columns 2i..2i+2W-1), then the pass-through units of W
-// columns of rot..D. threadIdx.y runs over the heads. A thread takes the angles of its W pairs
-// once, f32(f32(pos) * inv_freq[i]) (__fmul_rn: never contracted), and their sincosf (CUDA's
-// accurate one: full range reduction, exact to ~1 ulp for the 1e5-rad angles of far positions;
-// not __sinf, whose error grows with |angle|), then applies them to its columns in every head it
-// visits. Rows are read and written as 16-byte vectors when every row of x and y starts 16-byte
-// aligned with unit column stride and h and D - rot are whole vectors (kVector); otherwise one
-// element at a time through the strides. Bandwidth-bound: x read once, y written once.
+// One block per position (b, s). Its threads first compute the position's cos/sin table in
+// shared memory, once for all its heads: the angles f32(f32(pos) * inv_freq[i]) (__fmul_rn:
+// never contracted) and their sincosf (CUDA's accurate one: full range reduction, within ~1 ulp
+// for the 1e5-rad angles of far positions; not __sinf, whose error grows with |angle|). Then
+// threadIdx.x runs over the units of a row: first the pair units of W pairs each (W = 16 bytes of
+// the dtype: 4 f32 or 8 f16/bf16 pairs; half form: columns i..i+W-1 and h+i..h+i+W-1,
+// interleaved: columns 2i..2i+2W-1), then the pass-through units of W columns of rot..D; and
+// threadIdx.y over the heads. Rows are read and written as 16-byte vectors when every row of x
+// and y starts 16-byte aligned with unit column stride and h and D - rot are whole vectors
+// (kVector); otherwise one element at a time through the strides. Bandwidth-bound: x read once,
+// y written once.
 //
 // inv_freq (ops::rope_inv_freq, computed on the host so that every backend has the same f32
 // values) is a kernel parameter: __grid_constant__ lets threads index it in the parameter bank
@@ -25,7 +26,7 @@
 namespace dnnb::cuda_kernels {
 namespace rope_detail {
 
-inline constexpr int kMaxPairs = 512;  // rot <= 1024: 2 KiB of the 4 KiB of kernel parameters
+inline constexpr int kMaxPairs = 512;  // rot <= 1024: 2 KiB of the 4 KiB of kernel parameters, 4 KiB of shared table
 inline constexpr int kThreads = 256;
 
 struct RopeArgs {
@@ -80,6 +81,14 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
   const T* __restrict__ x0 = static_cast<const T*>(a.x) + b * a.xs[0] + s * a.xs[2];
   T* __restrict__ y0 = static_cast<T*>(a.y) + b * a.ys[0] + s * a.ys[2];
   const int64_t h = a.rot / 2, xc = a.xs[3], yc = a.ys[3];
+  __shared__ float cos_table[kMaxPairs], sin_table[kMaxPairs];
+  for (int j = threadIdx.y * blockDim.x + threadIdx.x; j < h; j += blockDim.x * blockDim.y) {
+    float sn, cs;
+    sincosf(__fmul_rn(fp, a.inv_freq[j]), &sn, &cs);
+    cos_table[j] = cs;
+    sin_table[j] = sn * a.sign;
+  }
+  __syncthreads();
   for (int u = threadIdx.x; u < a.units; u += blockDim.x) {
     if (u >= a.pair_units) {  // columns rot + W k .. passed through
       const int64_t c = static_cast<int64_t>(u - a.pair_units) * W, rest = a.dim - a.rot;
@@ -94,9 +103,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
     float cs[W], sn[W];
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      const float angle = i + k < h ? __fmul_rn(fp, a.inv_freq[i + k]) : 0.f;
-      sincosf(angle, &sn[k], &cs[k]);
-      sn[k] *= a.sign;
+      cs[k] = i + k < h ? cos_table[i + k] : 1.f;
+      sn[k] = i + k < h ? sin_table[i + k] : 0.f;
     }
     for (int64_t hd = threadIdx.y; hd < a.heads; hd += blockDim.y) {
       const T* xr = x0 + hd * a.xs[1];
