@@ -1,0 +1,76 @@
+// What the attention kernels share (sdpa.cl, sdpa_bwd.cl): the operands' views, the problem's
+// dims, staging rows of one head into local memory as f32, and the score of one (query, key)
+// pair with its visibility, softcap and mask (docs/ops-family3.md, "Attention").
+//
+// Build options (kernels/opencl/sdpa_launch.h): SDPA_T work-items (lanes) per row of a tile,
+// SDPA_D4 and SDPA_DV4 the head dims of q/k and of v rounded up to a multiple of 4.
+// A lane owns the float4 columns t, t + T, t + 2T, ... of a row it accumulates, so the lanes of a
+// row read consecutive float4 of a local row (no bank conflicts on a GPU); local rows hold every
+// lane's columns plus one float4 of pad (rows read by the lanes of different rows at once then
+// fall on different banks). Columns past the head dim are staged as zeros.
+#if !defined(SDPA_T) || !defined(SDPA_D4) || !defined(SDPA_DV4)
+#error "build with -DSDPA_T, -DSDPA_D4 and -DSDPA_DV4 (kernels/opencl/sdpa_launch.h)"
+#endif
+#define SDPA_D4V (SDPA_D4 / 4)                             // float4 of a q or k row
+#define SDPA_DV4V (SDPA_DV4 / 4)                           // float4 of a v or o row
+#define SDPA_DT4 ((SDPA_D4V + SDPA_T - 1) / SDPA_T)        // float4 columns of q/k per lane
+#define SDPA_DVT4 ((SDPA_DV4V + SDPA_T - 1) / SDPA_T)      // float4 columns of v per lane
+#define SDPA_KW4 (SDPA_T * SDPA_DT4 + 1)                   // float4 per local row of q, k, dq, dk width
+#define SDPA_VW4 (SDPA_T * SDPA_DVT4 + 1)                  // float4 per local row of v, o, do width
+
+// One operand as [B, H, S, E] strides in elements (lse: E unused; the mask [Sq, Sk]: B and H 0).
+// Host: ClSdpaView in sdpa_launch.h, field for field.
+typedef struct {
+  long offset, sb, sh, ss, se;
+} dnnb_sdpa_view;
+
+// The problem (ops::SdpaDesc). Host: ClSdpaDims.
+typedef struct {
+  long batch, heads, kv_heads, sq, sk, d, dv, causal, window, has_mask;
+} dnnb_sdpa_dims;
+
+// Rows row0 .. row0 + n_rows of one head (starting at `base`) into a local tile of `width4`
+// float4 per row, as f32: rows past `rows_total` and columns past `cols` are zeros. All items of
+// the work-group take part (`lid` of `wg`); consecutive items read consecutive columns.
+inline void sdpa_stage(const global dnnb_t* p, long base, dnnb_sdpa_view v, long row0, long rows_total, long cols,
+                       int n_rows, int width4, local float4* tile, int lid, int wg) {
+  for (int idx = lid; idx < n_rows * width4; idx += wg) {
+    const int r = idx / width4;
+    const int c4 = idx - r * width4;
+    const long row = row0 + r;
+    tile[idx] = row < rows_total ? dnnb_load_cols4(p, base + row * v.ss, v.se, cols, 4 * (long)c4, 0.0f)
+                                 : (float4)(0.0f);
+  }
+}
+
+// Whether key j is visible to query i by length, causality and window (the mask aside).
+inline bool sdpa_visible(dnnb_sdpa_dims dm, long i, long j) {
+  if (i >= dm.sq || j >= dm.sk) return false;
+  if (dm.causal && j > i) return false;
+  if (dm.window > 0 && j <= i - dm.window) return false;
+  return true;
+}
+
+// The sum of n float4 products of two local rows, in f32 (four lanes, then their sum).
+inline float sdpa_dot(const local float4* a, const local float4* b, int n) {
+  float4 acc = (float4)(0.0f);
+  for (int e = 0; e < n; ++e) acc = fma(a[e], b[e], acc);
+  return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+// The final score of query i and key j: scale q.k, then softcap c tanh(s / c), then the
+// additive mask; -inf where the key is not visible. *dcap gets the softcap's derivative
+// 1 - tanh^2 (1 without a softcap), which the backward multiplies into dS.
+inline float sdpa_score(const local float4* q, const local float4* k, long i, long j, dnnb_sdpa_dims dm, float scale,
+                        float softcap, const global dnnb_t* mask, dnnb_sdpa_view mv, float* dcap) {
+  *dcap = 1.0f;
+  if (!sdpa_visible(dm, i, j)) return -INFINITY;
+  float s = scale * sdpa_dot(q, k, SDPA_D4V);
+  if (softcap > 0.0f) {
+    const float th = tanh(s / softcap);
+    s = softcap * th;
+    *dcap = 1.0f - th * th;
+  }
+  if (dm.has_mask) s += DNNB_LOAD(mask, mv.offset + i * mv.ss + j * mv.se);
+  return s;
+}
