@@ -32,7 +32,8 @@ Gate gelu_tanh_gate(double a) {
 
 // Forward: y = g(a) b. Backward: da = dy b g'(a), db = dy g(a). All operands have a's shape;
 // outputs are contiguous, so element c of row r is at r * cols + c.
-Status gate(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, Gate (*g)(double), bool backward, const char* op) {
+Status gate(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, Gate (*g)(double), bool backward,
+            const char* op) {
   DNNB_TRY(expect_arity(inputs, backward ? 3 : 2, outputs, backward ? 2 : 1, op));
   const Shape& shape = inputs[0].shape;
   for (const Tensor& t : inputs)
@@ -74,8 +75,12 @@ Status gate(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, Gat
 
 }  // namespace
 
-Status swiglu(const Problem&, const std::vector<Tensor>& in, std::vector<Tensor>& out) { return gate(in, out, silu_gate, false, "swiglu"); }
-Status geglu(const Problem&, const std::vector<Tensor>& in, std::vector<Tensor>& out) { return gate(in, out, gelu_tanh_gate, false, "geglu"); }
+Status swiglu(const Problem&, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
+  return gate(in, out, silu_gate, false, "swiglu");
+}
+Status geglu(const Problem&, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
+  return gate(in, out, gelu_tanh_gate, false, "geglu");
+}
 Status swiglu_bwd(const Problem&, const std::vector<Tensor>& in, std::vector<Tensor>& out) {
   return gate(in, out, silu_gate, true, "swiglu_bwd");
 }

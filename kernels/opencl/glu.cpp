@@ -61,7 +61,8 @@ Status run_glu(OpCall& call, const std::string& program_name, const std::string&
 
 bool register_glu(const std::string& op, const std::string& program_name, const char* gate_source, bool backward) {
   const std::string source = program_source({opencl_source::glu_math, gate_source, opencl_source::glu_body});
-  return register_opencl(op, float_dtypes(), [=](OpCall& call) { return run_glu(call, program_name, source, backward); });
+  return register_opencl(op, float_dtypes(),
+                         [=](OpCall& call) { return run_glu(call, program_name, source, backward); });
 }
 
 }  // namespace dnnb::opencl

@@ -33,7 +33,8 @@ OpSpec glu_spec(const GluOp& op) {
   // size; the fixtures hold a 1x1 case of every op.
   spec.check_problems.push_back(op.backward ? "1x7" : "1x1");
   if (op.backward)
-    for (const char* p : {"333x1000:dy.layout=transposed", "64x4096:a.layout=transposed,b.layout=padded,dy.layout=padded"})
+    for (const char* p :
+         {"333x1000:dy.layout=transposed", "64x4096:a.layout=transposed,b.layout=padded,dy.layout=padded"})
       spec.check_problems.push_back(p);
   // Llama-3-8B's FFN activation (intermediate size 14336): 8192 prefill tokens, 16 decode tokens.
   spec.bench_problems = {"8192x14336", "16x14336"};
