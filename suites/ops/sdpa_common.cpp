@@ -70,19 +70,19 @@ Status fill_sdpa_inputs(const Problem& p, std::vector<Tensor>& inputs, Rng& rng)
 std::vector<ProblemText> sdpa_check_problems() {
   return {"1x2x37x64",                          // no tile multiple anywhere
           "2x4x65x64:causal=1",
-          "1x8x33x128:kv=2,causal=1",           // GQA
-          "1x2x17x64:sk=50,causal=1",           // query shorter than keys, top-left causal
-          "2x4x1x128:sk=300,kv=1",              // a decode row against 300 keys, MQA
+          "1x8x33x128:causal=1,kv=2",           // GQA
+          "1x2x17x64:causal=1,sk=50",           // query shorter than keys, top-left causal
+          "2x4x1x128:kv=1,sk=300",              // a decode row against 300 keys, MQA
           "1x2x40x64:mask=1",                   // additive mask with -inf and a fully masked row
-          "1x2x100x64:causal=1,window=16,softcap=50",  // Gemma 2 local layer
-          "1x2x24x256:kv=1,causal=1",           // head dim 256
+          "1x2x100x64:causal=1,softcap=50,window=16",  // Gemma 2 local layer
+          "1x2x24x256:causal=1,kv=1",           // head dim 256
           "1x2x20x64:dv=32",                    // v head dim unlike q's
           "1x2x96x128:causal=1,scale=0.0625",
           "1x2x29x64:layout=padded"};
 }
 
 std::vector<ProblemText> sdpa_bench_problems() {
-  return {"4x32x4096x128", "4x32x4096x128:causal=1", "4x32x4096x128:kv=8,causal=1"};
+  return {"4x32x4096x128", "4x32x4096x128:causal=1", "4x32x4096x128:causal=1,kv=8"};
 }
 
 }  // namespace dnnb::ops

@@ -34,6 +34,7 @@ PeerOp linear_peer() {
   op.op = "linear";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};
   op.make = make_linear;
+  op.compute_unit_for = product_unit;
   return op;
 }
 

@@ -25,6 +25,7 @@ PeerOp matmul_peer() {
   op.op = "matmul";
   op.dtypes = {DType::f32, DType::f16, DType::bf16};
   op.make = make_matmul;
+  op.compute_unit_for = product_unit;
   return op;
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/peers/onednn/onednn_common.h"
 
 #include "core/bench.h"
+#include "devices/cpu/cpu_features.h"
 
 #include <cstdio>
 #include <map>
@@ -200,6 +201,7 @@ bool register_peer(PeerOp op) {
   impl.dtypes = shared->dtypes;
   impl.supports = [shared](const Problem& p, const DeviceRuntime& d) { return supports(*shared, p, d); };
   impl.run = [shared](OpCall& call) { return run(*shared, call); };
+  if (shared->compute_unit_for) impl.compute_unit_for = shared->compute_unit_for;
   // Seen on oneDNN 2.6 (Debian 12) with this suite's denormal fixtures: its bf16 eltwise,
   // binary and reduction kernels flush subnormal results to zero where torch keeps them.
   impl.known_deviations = {{"*:bf16:*fixture=denormal*",
@@ -207,6 +209,12 @@ bool register_peer(PeerOp op) {
   impl.known_deviations.insert(impl.known_deviations.end(), shared->known_deviations.begin(),
                                shared->known_deviations.end());
   return Registry::instance().add_implementation(std::move(impl));
+}
+
+std::string product_unit(const Problem& problem, const DeviceRuntime&) {
+  if (problem.dtype != DType::bf16) return "f32_fma";
+  const CpuFeatures& cpu = cpu_features();
+  return cpu.amx_bf16_usable() ? "bf16_amx" : cpu.avx512_bf16_usable() ? "bf16_dot" : "f32_fma";
 }
 
 }  // namespace dnnb::onednn

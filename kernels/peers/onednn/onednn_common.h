@@ -53,6 +53,8 @@ struct PeerOp {
   // in `when` (one sentence, Implementation::when) when a user would choose it.
   std::string variant;
   std::string when;
+  // The ceiling bench judges it against (Implementation::compute_unit_for); unset: f32_fma.
+  std::function<std::string(const Problem&, const DeviceRuntime&)> compute_unit_for;
   // Ways this op differs from PyTorch beyond those every peer op has (register_peer).
   std::vector<KnownDeviation> known_deviations;
 };
@@ -60,6 +62,10 @@ struct PeerOp {
 // Registers `op` as backend "onednn". An alternative without `when`, or a default with one,
 // is not registered (false, with a message on stderr).
 bool register_peer(PeerOp op);
+
+// The unit oneDNN's products run on: bf16 on AMX tiles where the CPU has them usable, else on
+// AVX512_BF16 dot products (bf16_dot); everything else on the f32 FMA units.
+std::string product_unit(const Problem& problem, const DeviceRuntime& device);
 
 // Binds call.inputs[i] / outputs[i] to prepared.inputs[i] / outputs[i] (host pointers),
 // plus `extra` arguments, executes on the CPU stream and waits.
