@@ -10,7 +10,7 @@ namespace {
 
 // Local bytes of sdpa_fwd at rows x walk = SDPA_BQ x SDPA_BK: q, k and v tiles, s and p.
 size_t forward_local_bytes(const ops::SdpaDesc& d, const SdpaTiles& t) {
-  const int64_t kw = sdpa_width4(d.d), vw = sdpa_width4(d.dv);
+  const int64_t kw = t.width4(d.d), vw = t.width4(d.dv);
   return static_cast<size_t>(16 * (t.rows * kw + t.walk * kw + t.walk * vw) + 4 * 2 * t.rows * t.walk);
 }
 
@@ -29,7 +29,7 @@ Status run_sdpa(OpCall& call) {
   auto tiles = sdpa_tiles(**device, *d, [&](const SdpaTiles& t) { return forward_local_bytes(*d, t); }, "sdpa");
   if (!tiles) return tiles.status();
   static const std::string source = program_source({opencl_source::sdpa_body, opencl_source::sdpa});
-  const std::string options = sdpa_options(**device, call.problem.dtype, *d,
+  const std::string options = sdpa_options(**device, call.problem.dtype, *d, tiles->lanes,
                                            "-DSDPA_BQ=" + std::to_string(tiles->rows) +
                                                " -DSDPA_BK=" + std::to_string(tiles->walk));
   auto kernel = opencl_kernel(**device, "sdpa", source, "sdpa_fwd", options);
@@ -41,7 +41,7 @@ Status run_sdpa(OpCall& call) {
   args.add(static_cast<cl_float>(d->scale)).add(static_cast<cl_float>(d->softcap));
   DNNB_TRY(args.status());
   const int64_t groups = d->batch * d->heads * sdpa_ceil_div(d->sq, tiles->rows);
-  return launch_sdpa_tiles(**device, *kernel, groups, tiles->rows, "sdpa/sdpa_fwd");
+  return launch_sdpa_tiles(**device, *kernel, groups, *tiles, "sdpa/sdpa_fwd");
 }
 
 bool register_sdpa() { return register_opencl("sdpa", float_dtypes(), run_sdpa); }

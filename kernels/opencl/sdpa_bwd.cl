@@ -3,10 +3,10 @@
 // dq = scale dS k, dk = scale dS^T q, dv = p^T do. Three kernels, no atomics:
 // - sdpa_bwd_dot: D_i per query row into scratch (one work-item per row).
 // - sdpa_bwd_dq: one work-group per (batch x head, block of SDPA_BQ query rows), SDPA_T lanes
-//   per row, walking the visible keys in tiles of SDPA_BK (as the forward) twice: first for the
-//   row's sum of exp(s - lse) over its own scores, whose inverse (the row's norm, also written
-//   to scratch for sdpa_bwd_dkdv) multiplies p; then each lane writes dS of its keys to ds_tile
-//   and adds ds_tile k to its float4 columns of dq.
+//   per row, walking the visible keys in tiles of SDPA_BK (as the forward): each lane writes dS
+//   of its keys to ds_tile and adds ds_tile k to its float4 columns of dq, with p = exp(s - lse)
+//   unnormalized, and sums those p; the inverse of the row's sum (the row's norm, below) scales
+//   dq at the end and goes to scratch for sdpa_bwd_dkdv.
 // - sdpa_bwd_dkdv: one work-group per (batch x kv head, block of SDPA_BN keys), SDPA_T lanes per
 //   key, walking every query head of the group and the query tiles of SDPA_BM rows that can see
 //   the block: each lane writes p and dS of its queries to p_tile and ds_tile, then adds p^T do
@@ -99,17 +99,28 @@ kernel __attribute__((reqd_work_group_size(SDPA_DQ_WG, 1, 1))) void sdpa_bwd_dq(
   const local float4* g_row = g_tile + r * SDPA_VW4;
   local float* ds_row = ds_tile + r * SDPA_BK;
 
-  // Pass 1: the row's sum of exp(s - lse), each lane over its keys, then the lanes' sums in
-  // lane order (every lane of the row gets the same norm).
+  // dS and dq of the unnormalized p = exp(s - lse), and each lane's sum of those p over its keys;
+  // the row's norm (the lanes' sums added in lane order, so every lane of the row has the same)
+  // is a factor of the whole row of dS, applied to dq at the end.
   float lane_sum = 0.0f;
+  float4 acc[SDPA_DT4];
+  for (int c = 0; c < SDPA_DT4; ++c) acc[c] = (float4)(0.0f);
   for (long j0 = lo; j0 < hi; j0 += SDPA_BK) {
-    barrier(CLK_LOCAL_MEM_FENCE);  // q staged; the previous tile no longer read
+    barrier(CLK_LOCAL_MEM_FENCE);  // q and do staged; the previous tile no longer read
     sdpa_stage(k, k_base, kv, j0, dm.sk, dm.d, SDPA_BK, SDPA_KW4, k_tile, lid, SDPA_DQ_WG);
+    sdpa_stage(v, v_base, vv, j0, dm.sk, dm.dv, SDPA_BK, SDPA_VW4, v_tile, lid, SDPA_DQ_WG);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int jl = t; jl < SDPA_BK; jl += SDPA_T) {
-      float dcap;
-      const float s = sdpa_score(q_row, k_tile + jl * SDPA_KW4, i, j0 + jl, dm, scale, softcap, mask, mv, &dcap);
-      lane_sum += sdpa_unnormalized(s, row_lse);
+      float p;
+      ds_row[jl] = sdpa_ds(q_row, k_tile + jl * SDPA_KW4, g_row, v_tile + jl * SDPA_VW4, i, j0 + jl, row_lse, 1.0f,
+                           row_d, dm, scale, softcap, mask, mv, &p);
+      lane_sum += p;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int jl = 0; jl < SDPA_BK; ++jl) {
+      const float4 w = (float4)(ds_row[jl]);
+      const local float4* k_row = k_tile + jl * SDPA_KW4 + t;
+      for (int c = 0; c < SDPA_DT4; ++c) acc[c] = fma(w, k_row[SDPA_T * c], acc[c]);
     }
   }
   lane_sums[lid] = lane_sum;
@@ -120,30 +131,10 @@ kernel __attribute__((reqd_work_group_size(SDPA_DQ_WG, 1, 1))) void sdpa_bwd_dq(
   const long rows = dm.batch * dm.heads * dm.sq;
   if (t == 0 && i < dm.sq) dd[rows + bh * dm.sq + i] = row_norm;
 
-  // Pass 2: dS and dq.
-  float4 acc[SDPA_DT4];
-  for (int c = 0; c < SDPA_DT4; ++c) acc[c] = (float4)(0.0f);
-  for (long j0 = lo; j0 < hi; j0 += SDPA_BK) {
-    barrier(CLK_LOCAL_MEM_FENCE);  // q and do staged; the previous tile no longer read
-    sdpa_stage(k, k_base, kv, j0, dm.sk, dm.d, SDPA_BK, SDPA_KW4, k_tile, lid, SDPA_DQ_WG);
-    sdpa_stage(v, v_base, vv, j0, dm.sk, dm.dv, SDPA_BK, SDPA_VW4, v_tile, lid, SDPA_DQ_WG);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int jl = t; jl < SDPA_BK; jl += SDPA_T) {
-      float p;
-      ds_row[jl] = sdpa_ds(q_row, k_tile + jl * SDPA_KW4, g_row, v_tile + jl * SDPA_VW4, i, j0 + jl, row_lse, row_norm,
-                           row_d, dm, scale, softcap, mask, mv, &p);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int jl = 0; jl < SDPA_BK; ++jl) {
-      const float4 w = (float4)(ds_row[jl]);
-      const local float4* k_row = k_tile + jl * SDPA_KW4 + t;
-      for (int c = 0; c < SDPA_DT4; ++c) acc[c] = fma(w, k_row[SDPA_T * c], acc[c]);
-    }
-  }
-
   if (i >= dm.sq) return;
   const long dq_base = dqv.offset + b * dqv.sb + h * dqv.sh + i * dqv.ss;
-  for (int c = 0; c < SDPA_DT4; ++c) dnnb_store_cols4(dq, dq_base, dqv.se, dm.d, 4 * (long)(t + SDPA_T * c), acc[c]);
+  for (int c = 0; c < SDPA_DT4; ++c)
+    dnnb_store_cols4(dq, dq_base, dqv.se, dm.d, 4 * (long)(t + SDPA_T * c), acc[c] * row_norm);
 }
 
 kernel __attribute__((reqd_work_group_size(SDPA_DKV_WG, 1, 1))) void sdpa_bwd_dkdv(

@@ -12,14 +12,14 @@ namespace {
 
 // Local bytes of sdpa_bwd_dq at SDPA_BQ x SDPA_BK: q, do, k and v tiles, dS, the lanes' sums.
 size_t dq_local_bytes(const ops::SdpaDesc& d, const SdpaTiles& t) {
-  const int64_t kw = sdpa_width4(d.d), vw = sdpa_width4(d.dv);
-  return static_cast<size_t>(16 * (t.rows + t.walk) * (kw + vw) + 4 * (t.rows * t.walk + t.rows * kSdpaLanes));
+  const int64_t kw = t.width4(d.d), vw = t.width4(d.dv);
+  return static_cast<size_t>(16 * (t.rows + t.walk) * (kw + vw) + 4 * (t.rows * t.walk + t.rows * t.lanes));
 }
 
 // Local bytes of sdpa_bwd_dkdv at SDPA_BN x SDPA_BM: k, v, q and do tiles, p and dS, lse, D and
 // the norm.
 size_t dkdv_local_bytes(const ops::SdpaDesc& d, const SdpaTiles& t) {
-  const int64_t kw = sdpa_width4(d.d), vw = sdpa_width4(d.dv);
+  const int64_t kw = t.width4(d.d), vw = t.width4(d.dv);
   return static_cast<size_t>(16 * (t.rows + t.walk) * (kw + vw) + 4 * (2 * t.rows * t.walk + 3 * t.walk));
 }
 
@@ -46,7 +46,7 @@ Status run_sdpa_bwd(OpCall& call) {
   if (!kv_tiles) return kv_tiles.status();
   static const std::string source = program_source({opencl_source::sdpa_body, opencl_source::sdpa_bwd});
   const std::string options =
-      sdpa_options(**device, call.problem.dtype, *d,
+      sdpa_options(**device, call.problem.dtype, *d, dq_tiles->lanes,
                    "-DSDPA_BQ=" + std::to_string(dq_tiles->rows) + " -DSDPA_BK=" + std::to_string(dq_tiles->walk) +
                        " -DSDPA_BN=" + std::to_string(kv_tiles->rows) + " -DSDPA_BM=" + std::to_string(kv_tiles->walk));
   auto dot = opencl_kernel(**device, "sdpa_bwd", source, "sdpa_bwd_dot", options);
@@ -79,14 +79,14 @@ Status run_sdpa_bwd(OpCall& call) {
   dq_args.add(cl_buffer(dq)).add(sdpa_view(dq)).add(dims).add(scale).add(softcap);
   DNNB_TRY(dq_args.status());
   DNNB_TRY(launch_sdpa_tiles(**device, *dq_kernel, d->batch * d->heads * sdpa_ceil_div(d->sq, dq_tiles->rows),
-                             dq_tiles->rows, "sdpa_bwd/sdpa_bwd_dq"));
+                             *dq_tiles, "sdpa_bwd/sdpa_bwd_dq"));
 
   KernelArgs kv_args(*kv_kernel);
   add_inputs(kv_args);
   kv_args.add(cl_buffer(dk)).add(sdpa_view(dk)).add(cl_buffer(dv)).add(sdpa_view(dv)).add(dims).add(scale).add(softcap);
   DNNB_TRY(kv_args.status());
   return launch_sdpa_tiles(**device, *kv_kernel, d->batch * d->kv_heads * sdpa_ceil_div(d->sk, kv_tiles->rows),
-                           kv_tiles->rows, "sdpa_bwd/sdpa_bwd_dkdv");
+                           *kv_tiles, "sdpa_bwd/sdpa_bwd_dkdv");
 }
 
 bool register_sdpa_bwd() { return register_opencl("sdpa_bwd", float_dtypes(), run_sdpa_bwd); }

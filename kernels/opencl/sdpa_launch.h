@@ -3,11 +3,12 @@
 // arguments, the checks of a call against the signature, the choice of tile sizes, the build
 // options, and the launch of one work-group per tile.
 //
-// Tiles: SDPA_T = 8 lanes per row of a tile, and rows x keys per work-group picked as the first of
-// a fixed list whose local memory fits min(the device's local memory, 48 KiB) (NVIDIA's limit of
-// static local memory per work-group), so PoCL and NVIDIA run the same tiles for a problem.
+// Tiles: lanes (SDPA_T work-items) per row of a tile and rows x keys per work-group, the first of
+// a fixed list per device type whose local memory fits (sdpa_tiles).
 #pragma once
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -31,8 +32,6 @@ struct ClSdpaDims {
 };
 static_assert(sizeof(ClSdpaDims) == 10 * sizeof(cl_long), "ClSdpaDims must match dnnb_sdpa_dims in sdpa_body.cl");
 
-inline constexpr int64_t kSdpaLanes = 8;                  // SDPA_T
-inline constexpr size_t kSdpaLocalCap = size_t{48} << 10;  // bytes of local memory a tile set may take
 
 // A [B, H, S, E] operand (q, k, v, o, do, dq, dk, dv), lse [B, H, S] or the mask [Sq, Sk].
 inline ClSdpaView sdpa_view(const Tensor& t) {
@@ -53,29 +52,41 @@ inline ClSdpaDims sdpa_dims(const ops::SdpaDesc& d) {
   return ClSdpaDims{d.batch, d.heads, d.kv_heads, d.sq, d.sk, d.d, d.dv, d.causal ? 1 : 0, d.window, d.mask ? 1 : 0};
 }
 
-// SDPA_KW4 / SDPA_VW4 of sdpa_body.cl: float4 per local row of a head dim `e`.
-inline int64_t sdpa_width4(int64_t e) {
-  const int64_t vec4 = (e + 3) / 4;
-  return kSdpaLanes * ((vec4 + kSdpaLanes - 1) / kSdpaLanes) + 1;
-}
-
-// Rows (queries or keys a work-group owns, SDPA_T lanes each) and the tile it walks the other
-// side in (keys or queries, a multiple of SDPA_T).
+// Rows (queries or keys a work-group owns, `lanes` = SDPA_T work-items each) and the tile it
+// walks the other side in (keys or queries, a multiple of lanes).
 struct SdpaTiles {
-  int64_t rows = 0, walk = 0;
+  int64_t rows = 0, walk = 0, lanes = 8;
+  // SDPA_KW4 / SDPA_VW4 of sdpa_body.cl: float4 per local row of a head dim `e`.
+  int64_t width4(int64_t e) const { return lanes * (((e + 3) / 4 + lanes - 1) / lanes) + 1; }
 };
 
-// The first tiles of the list whose local bytes (`bytes`) fit the device, or unsupported.
+// The first tiles of the device's list whose local bytes (`bytes`) fit it, or unsupported.
+// GPUs (any device that is not a CPU): 8 lanes per row, at most 48 KiB of local memory (NVIDIA's
+// limit of static local memory per work-group). CPU devices (PoCL): one work-item per row, 64
+// rows per work-group, up to 256 KiB: PoCL runs a work-group as loops over its items, where the
+// lanes' repeated softmax bookkeeping (each lane reads the row's scores) costs more than it saves.
+// Test switch: DNNB_OPENCL_SDPA_TILES=gpu or =cpu takes that list on any device (read on every
+// call), so PoCL checks the GPU tiles too.
 inline Result<SdpaTiles> sdpa_tiles(const OpenCLDevice& device, const ops::SdpaDesc& d,
                                     const std::function<size_t(const SdpaTiles&)>& bytes, const std::string& what) {
-  const size_t cap = std::min(device.local_mem_size(), kSdpaLocalCap);
-  static const SdpaTiles kList[] = {{16, 32}, {16, 16}, {16, 8}, {8, 8}};
-  for (const SdpaTiles& tiles : kList)
+  cl_device_type type = 0;
+  DNNB_CL_TRY(clGetDeviceInfo(device.device_id(), CL_DEVICE_TYPE, sizeof(type), &type, nullptr));
+  bool cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+  if (const char* force = std::getenv("DNNB_OPENCL_SDPA_TILES")) {
+    if (std::strcmp(force, "gpu") == 0) cpu = false;
+    if (std::strcmp(force, "cpu") == 0) cpu = true;
+  }
+  static const std::vector<SdpaTiles> kGpu = {{16, 32, 8}, {16, 16, 8}, {16, 8, 8}, {8, 8, 8}};
+  static const std::vector<SdpaTiles> kCpu = {{64, 32, 1}, {32, 32, 1}, {16, 16, 1}, {8, 8, 1}};
+  const std::vector<SdpaTiles>& list = cpu ? kCpu : kGpu;
+  const size_t cap = std::min(device.local_mem_size(), cpu ? size_t{256} << 10 : size_t{48} << 10);
+  for (const SdpaTiles& tiles : list)
     if (bytes(tiles) <= cap) return tiles;
+  const SdpaTiles& last = list.back();
   return Status::unsupported("opencl " + what + ": head dims D=" + std::to_string(d.d) + ", Dv=" +
-                             std::to_string(d.dv) + " need " + std::to_string(bytes(kList[3])) +
-                             " bytes of local memory at the smallest tiles (8 x 8), over the " +
-                             std::to_string(cap) + " the kernels take");
+                             std::to_string(d.dv) + " need " + std::to_string(bytes(last)) +
+                             " bytes of local memory at the smallest tiles (" + std::to_string(last.rows) + " x " +
+                             std::to_string(last.walk) + "), over the " + std::to_string(cap) + " the kernels take");
 }
 
 // The inputs and outputs of the signature (suites/ops/sdpa_common.cpp), shapes and dtypes.
@@ -112,19 +123,19 @@ inline Status check_sdpa_call(const OpCall& call, const ops::SdpaDesc& d, bool b
 }
 
 // build_options plus the head dims, the lanes and `tiles` (e.g. "-DSDPA_BQ=16 -DSDPA_BK=32").
-inline std::string sdpa_options(const OpenCLDevice& device, DType dtype, const ops::SdpaDesc& d,
+inline std::string sdpa_options(const OpenCLDevice& device, DType dtype, const ops::SdpaDesc& d, int64_t lanes,
                                 const std::string& tiles) {
   const auto round4 = [](int64_t e) { return std::to_string((e + 3) / 4 * 4); };
   return build_options(device, dtype,
-                       "-DSDPA_T=" + std::to_string(kSdpaLanes) + " -DSDPA_D4=" + round4(d.d) +
+                       "-DSDPA_T=" + std::to_string(lanes) + " -DSDPA_D4=" + round4(d.d) +
                            " -DSDPA_DV4=" + round4(d.dv) + " " + tiles);
 }
 
 // One work-group of `rows` x SDPA_T items per tile; unsupported when the compiled kernel cannot
 // run that many items on this device.
-inline Status launch_sdpa_tiles(OpenCLDevice& device, cl_kernel kernel, int64_t groups, int64_t rows,
+inline Status launch_sdpa_tiles(OpenCLDevice& device, cl_kernel kernel, int64_t groups, const SdpaTiles& tiles,
                                 const std::string& what) {
-  const size_t local = static_cast<size_t>(rows * kSdpaLanes);
+  const size_t local = static_cast<size_t>(tiles.rows * tiles.lanes);
   auto fits = row_kernel_fits(device, kernel, local);
   if (!fits) return fits.status();
   if (!*fits)
