@@ -33,9 +33,8 @@ DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i
   const int64_t kvh = h / d.group();
   const int64_t dp = sdpa::pad16(d.d), dvp = sdpa::pad16(d.dv);
   sdpa::Arena& arena = sdpa::Arena::local();
-  arena.reset(d.d * kBlock + dp + kBlock * dp + kBlock * dvp * 2 + kBlock * kBlock * 2 + 3 * kBlock);
+  arena.reset(d.d * kBlock + kBlock * dp + kBlock * dvp * 2 + kBlock * kBlock * 2 + 3 * kBlock);
   float* qt = arena.take(d.d * kBlock);       // scaled queries, transposed
-  float* row = arena.take(dp);                // one row in f32
   float* kf = arena.take(kBlock * dp);        // the key block, row-major
   float* vf = arena.take(kBlock * dvp);       // the value block, row-major, padded
   float* st = arena.take(kBlock * kBlock);    // S^T, then P^T
@@ -46,11 +45,10 @@ DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i
   float* alpha = arena.take(kBlock);          // this block's rescale per query
 
   const float scale = static_cast<float>(d.scale);
-  for (int64_t i = 0; i < nq; ++i) {
-    sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.d, scale, row + 0, d.d);
-    for (int64_t e = 0; e < d.d; ++e) qt[e * kBlock + i] = row[e];
-  }
-  for (int64_t e = 0; e < d.d; ++e) std::fill(qt + e * kBlock + nq, qt + (e + 1) * kBlock, 0.0f);
+  // The query rows go through kf (not in use yet) to their transposed panel.
+  for (int64_t i = 0; i < nq; ++i)
+    sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.d, scale, kf + i * dp, dp);
+  sdpa::transpose_into(kf, dp, nq, d.d, qt);
   std::fill(m, m + kBlock, kNegInf);
   std::fill(l, l + kBlock, 0.0f);
   std::fill(acc, acc + kBlock * dvp, 0.0f);
