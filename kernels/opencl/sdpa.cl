@@ -77,12 +77,8 @@ kernel __attribute__((reqd_work_group_size(SDPA_WG, 1, 1))) void sdpa_fwd(
     barrier(CLK_LOCAL_MEM_FENCE);
     float tile_sum = 0.0f;
     for (int c = 0; c < SDPA_DVT4; ++c) acc[c] *= alpha;
-    for (int jl = 0; jl < SDPA_BK; ++jl) {
-      const float p = p_row[jl];
-      tile_sum += p;
-      const local float4* v_row = v_tile + jl * SDPA_VW4 + t;
-      for (int c = 0; c < SDPA_DVT4; ++c) acc[c] = fma((float4)(p), v_row[SDPA_T * c], acc[c]);
-    }
+    for (int jl = 0; jl < SDPA_BK; ++jl) tile_sum += p_row[jl];
+    sdpa_accumulate(acc, SDPA_DVT4, p_row, v_tile + t, SDPA_VW4, SDPA_BK);
     l = l * alpha + tile_sum;
   }
 

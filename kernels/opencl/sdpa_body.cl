@@ -51,11 +51,47 @@ inline bool sdpa_visible(dnnb_sdpa_dims dm, long i, long j) {
   return true;
 }
 
-// The sum of n float4 products of two local rows, in f32 (four lanes, then their sum).
+// The sum of n float4 products of two local rows, in f32: four independent float4 sums (a
+// CPU work-item's chain of dependent fmas would wait on each one's latency), then their lanes.
 inline float sdpa_dot(const local float4* a, const local float4* b, int n) {
-  float4 acc = (float4)(0.0f);
-  for (int e = 0; e < n; ++e) acc = fma(a[e], b[e], acc);
+  float4 acc0 = (float4)(0.0f), acc1 = (float4)(0.0f), acc2 = (float4)(0.0f), acc3 = (float4)(0.0f);
+  int e = 0;
+  for (; e + 4 <= n; e += 4) {
+    acc0 = fma(a[e], b[e], acc0);
+    acc1 = fma(a[e + 1], b[e + 1], acc1);
+    acc2 = fma(a[e + 2], b[e + 2], acc2);
+    acc3 = fma(a[e + 3], b[e + 3], acc3);
+  }
+  for (; e < n; ++e) acc0 = fma(a[e], b[e], acc0);
+  const float4 acc = (acc0 + acc1) + (acc2 + acc3);
   return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+// acc[c] += sum over j < n of w[j] rows[j * row_step + SDPA_T * c] for the lane's `count`
+// float4 columns c (`rows` already offset by the lane; count a compile-time constant at every
+// call). Four columns at a time with the rows inside: their sums stay in registers over the
+// rows (a CPU work-item's whole row of them would be loaded and stored at every row).
+inline void sdpa_accumulate(float4* acc, int count, const local float* w, const local float4* rows, int row_step,
+                            int n) {
+  for (int c0 = 0; c0 < count; c0 += 4) {
+    const bool has1 = c0 + 1 < count, has2 = c0 + 2 < count, has3 = c0 + 3 < count;
+    float4 a0 = acc[c0];
+    float4 a1 = has1 ? acc[c0 + 1] : (float4)(0.0f);
+    float4 a2 = has2 ? acc[c0 + 2] : (float4)(0.0f);
+    float4 a3 = has3 ? acc[c0 + 3] : (float4)(0.0f);
+    for (int j = 0; j < n; ++j) {
+      const float4 wj = (float4)(w[j]);
+      const local float4* row = rows + j * row_step + SDPA_T * c0;
+      a0 = fma(wj, row[0], a0);
+      if (has1) a1 = fma(wj, row[SDPA_T], a1);
+      if (has2) a2 = fma(wj, row[2 * SDPA_T], a2);
+      if (has3) a3 = fma(wj, row[3 * SDPA_T], a3);
+    }
+    acc[c0] = a0;
+    if (has1) acc[c0 + 1] = a1;
+    if (has2) acc[c0 + 2] = a2;
+    if (has3) acc[c0 + 3] = a3;
+  }
 }
 
 // The final score of query i and key j: scale q.k, then softcap c tanh(s / c), then the

@@ -117,11 +117,7 @@ kernel __attribute__((reqd_work_group_size(SDPA_DQ_WG, 1, 1))) void sdpa_bwd_dq(
       lane_sum += p;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int jl = 0; jl < SDPA_BK; ++jl) {
-      const float4 w = (float4)(ds_row[jl]);
-      const local float4* k_row = k_tile + jl * SDPA_KW4 + t;
-      for (int c = 0; c < SDPA_DT4; ++c) acc[c] = fma(w, k_row[SDPA_T * c], acc[c]);
-    }
+    sdpa_accumulate(acc, SDPA_DT4, ds_row, k_tile + t, SDPA_KW4, SDPA_BK);
   }
   lane_sums[lid] = lane_sum;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -205,14 +201,8 @@ kernel __attribute__((reqd_work_group_size(SDPA_DKV_WG, 1, 1))) void sdpa_bwd_dk
         p_row[il] = p;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int il = 0; il < SDPA_BM; ++il) {
-        const float4 p = (float4)(p_row[il]);
-        const float4 w = (float4)(ds_row[il]);
-        const local float4* g_in = g_tile + il * SDPA_VW4 + t;
-        const local float4* q_in = q_tile + il * SDPA_KW4 + t;
-        for (int c = 0; c < SDPA_DVT4; ++c) acc_v[c] = fma(p, g_in[SDPA_T * c], acc_v[c]);
-        for (int c = 0; c < SDPA_DT4; ++c) acc_k[c] = fma(w, q_in[SDPA_T * c], acc_k[c]);
-      }
+      sdpa_accumulate(acc_v, SDPA_DVT4, p_row, g_tile + t, SDPA_VW4, SDPA_BM);
+      sdpa_accumulate(acc_k, SDPA_DT4, ds_row, q_tile + t, SDPA_KW4, SDPA_BM);
     }
   }
 
