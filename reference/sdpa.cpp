@@ -106,6 +106,22 @@ void row_probs(const Operands& x, int64_t b, int64_t h, int64_t i, Row& row) {
   row.lse = m + std::log(l);
 }
 
+// Calls fn(r, kv_off, row) for every query row of every head, with its probabilities: r indexes
+// the row in [B, H, Sq], kv_off the first key of its kv head in [B, KV, Sk].
+template <class Fn>
+void for_each_row(const Operands& x, Fn fn) {
+  const auto& d = x.d;
+  Row row;
+  for (int64_t b = 0; b < d.batch; ++b)
+    for (int64_t h = 0; h < d.heads; ++h) {
+      const int64_t kv_off = (b * d.kv_heads + h / d.group()) * d.sk;
+      for (int64_t i = 0; i < d.sq; ++i) {
+        row_probs(x, b, h, i, row);
+        fn((b * d.heads + h) * d.sq + i, kv_off, row);
+      }
+    }
+}
+
 double unit_roundoff(DType t) { return t == DType::f16 ? 0x1p-11 : t == DType::bf16 ? 0x1p-8 : kU32; }
 
 // How far a score may be off in f32: its sum over D, the softcap's tanh, the lse read back.
@@ -124,22 +140,16 @@ Status sdpa(const Problem& problem, const std::vector<Tensor>& inputs, std::vect
   auto lse = f64_output(outputs[1], ops::sdpa_lse_shape(d), "lse");
   if (!o) return o.status();
   if (!lse) return lse.status();
-  Row row;
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const double* vbase = x->v.data() + (b * d.kv_heads + h / d.group()) * d.sk * d.dv;
-      for (int64_t i = 0; i < d.sq; ++i) {
-        row_probs(*x, b, h, i, row);
-        const int64_t r = (b * d.heads + h) * d.sq + i;
-        (*lse)[r] = row.lse;
-        double* out = *o + r * d.dv;
-        std::fill(out, out + d.dv, 0.0);
-        for (int64_t j = 0; j < d.sk; ++j) {
-          if (row.p[j] == 0) continue;
-          for (int64_t e = 0; e < d.dv; ++e) out[e] += row.p[j] * vbase[j * d.dv + e];
-        }
-      }
+  for_each_row(*x, [&](int64_t r, int64_t kv_off, const Row& row) {
+    const double* vbase = x->v.data() + kv_off * d.dv;
+    (*lse)[r] = row.lse;
+    double* out = *o + r * d.dv;
+    std::fill(out, out + d.dv, 0.0);
+    for (int64_t j = 0; j < d.sk; ++j) {
+      if (row.p[j] == 0) continue;
+      for (int64_t e = 0; e < d.dv; ++e) out[e] += row.p[j] * vbase[j * d.dv + e];
     }
+  });
   return Status::ok();
 }
 
@@ -157,38 +167,31 @@ Status sdpa_bwd(const Problem& problem, const std::vector<Tensor>& inputs, std::
   std::fill(*dq, *dq + shape_numel(ops::sdpa_q_shape(d)), 0.0);
   std::fill(*dk, *dk + shape_numel(ops::sdpa_k_shape(d)), 0.0);
   std::fill(*dv, *dv + shape_numel(ops::sdpa_v_shape(d)), 0.0);
-  Row row;
   std::vector<double> ds(d.sk);
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const int64_t kv_off = (b * d.kv_heads + h / d.group()) * d.sk;
-      const double* kbase = x->k.data() + kv_off * d.d;
-      const double* vbase = x->v.data() + kv_off * d.dv;
-      for (int64_t i = 0; i < d.sq; ++i) {
-        row_probs(*x, b, h, i, row);
-        const int64_t r = (b * d.heads + h) * d.sq + i;
-        const double* q = x->q.data() + r * d.d;
-        const double* g = x->dout.data() + r * d.dv;
-        // dP_j = do . v_j; the softmax's backward: dS_j = p_j (dP_j - sum_l p_l dP_l).
-        double dot_pdp = 0;
-        for (int64_t j = 0; j < d.sk; ++j) {
-          double dp = 0;
-          if (row.p[j] != 0)
-            for (int64_t e = 0; e < d.dv; ++e) dp += g[e] * vbase[j * d.dv + e];
-          ds[j] = dp;
-          dot_pdp += row.p[j] * dp;
-        }
-        for (int64_t j = 0; j < d.sk; ++j) {
-          if (row.p[j] == 0) continue;
-          const double dsj = row.p[j] * (ds[j] - dot_pdp) * row.dcap[j] * d.scale;
-          for (int64_t e = 0; e < d.d; ++e) {
-            (*dq)[r * d.d + e] += dsj * kbase[j * d.d + e];
-            (*dk)[(kv_off + j) * d.d + e] += dsj * q[e];
-          }
-          for (int64_t e = 0; e < d.dv; ++e) (*dv)[(kv_off + j) * d.dv + e] += row.p[j] * g[e];
-        }
-      }
+  for_each_row(*x, [&](int64_t r, int64_t kv_off, const Row& row) {
+    const double* kbase = x->k.data() + kv_off * d.d;
+    const double* vbase = x->v.data() + kv_off * d.dv;
+    const double* q = x->q.data() + r * d.d;
+    const double* g = x->dout.data() + r * d.dv;
+    // dP_j = do . v_j; the softmax's backward: dS_j = p_j (dP_j - sum_l p_l dP_l).
+    double dot_pdp = 0;
+    for (int64_t j = 0; j < d.sk; ++j) {
+      double dp = 0;
+      if (row.p[j] != 0)
+        for (int64_t e = 0; e < d.dv; ++e) dp += g[e] * vbase[j * d.dv + e];
+      ds[j] = dp;
+      dot_pdp += row.p[j] * dp;
     }
+    for (int64_t j = 0; j < d.sk; ++j) {
+      if (row.p[j] == 0) continue;
+      const double dsj = row.p[j] * (ds[j] - dot_pdp) * row.dcap[j] * d.scale;
+      for (int64_t e = 0; e < d.d; ++e) {
+        (*dq)[r * d.d + e] += dsj * kbase[j * d.d + e];
+        (*dk)[(kv_off + j) * d.d + e] += dsj * q[e];
+      }
+      for (int64_t e = 0; e < d.dv; ++e) (*dv)[(kv_off + j) * d.dv + e] += row.p[j] * g[e];
+    }
+  });
   return Status::ok();
 }
 
@@ -198,22 +201,17 @@ Result<std::vector<OutputBound>> sdpa_bounds(const Problem& problem, const std::
   const auto& d = x->d;
   const double eps = 2 * unit_roundoff(x->dtype);
   double o_mag = 0, score_abs = 0, lse_abs = 0;
-  Row row;
   std::vector<double> mag(d.dv);
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const double* vbase = x->v.data() + (b * d.kv_heads + h / d.group()) * d.sk * d.dv;
-      for (int64_t i = 0; i < d.sq; ++i) {
-        row_probs(*x, b, h, i, row);
-        score_abs = std::max(score_abs, row.score_abs);
-        if (std::isfinite(row.lse)) lse_abs = std::max(lse_abs, std::fabs(row.lse));
-        std::fill(mag.begin(), mag.end(), 0.0);
-        for (int64_t j = 0; j < d.sk; ++j)
-          if (row.p[j] != 0)
-            for (int64_t e = 0; e < d.dv; ++e) mag[e] += row.p[j] * std::fabs(vbase[j * d.dv + e]);
-        for (double m : mag) o_mag = std::max(o_mag, m);
-      }
-    }
+  for_each_row(*x, [&](int64_t, int64_t kv_off, const Row& row) {
+    const double* vbase = x->v.data() + kv_off * d.dv;
+    score_abs = std::max(score_abs, row.score_abs);
+    if (std::isfinite(row.lse)) lse_abs = std::max(lse_abs, std::fabs(row.lse));
+    std::fill(mag.begin(), mag.end(), 0.0);
+    for (int64_t j = 0; j < d.sk; ++j)
+      if (row.p[j] != 0)
+        for (int64_t e = 0; e < d.dv; ++e) mag[e] += row.p[j] * std::fabs(vbase[j * d.dv + e]);
+    for (double m : mag) o_mag = std::max(o_mag, m);
+  });
   const double delta = score_error(d, score_abs, 0);
   const double sum_error = 8 * std::sqrt(static_cast<double>(d.sk)) * kU32;
   const double factor = d.softcap > 0 ? 3 : 2;
@@ -230,36 +228,28 @@ Result<std::vector<OutputBound>> sdpa_bwd_bounds(const Problem& problem, const s
   double score_abs = 0, lse_abs = 0;
   std::vector<double> dq_mag(shape_numel(ops::sdpa_q_shape(d)), 0.0), dk_mag(shape_numel(ops::sdpa_k_shape(d)), 0.0),
       dv_mag(shape_numel(ops::sdpa_v_shape(d)), 0.0);
-  Row row;
-  std::vector<double> dp_abs(d.sk);
-  for (int64_t b = 0; b < d.batch; ++b)
-    for (int64_t h = 0; h < d.heads; ++h) {
-      const int64_t kv_off = (b * d.kv_heads + h / d.group()) * d.sk;
-      const double* kbase = x->k.data() + kv_off * d.d;
-      const double* vbase = x->v.data() + kv_off * d.dv;
-      for (int64_t i = 0; i < d.sq; ++i) {
-        row_probs(*x, b, h, i, row);
-        score_abs = std::max(score_abs, row.score_abs);
-        if (std::isfinite(row.lse)) lse_abs = std::max(lse_abs, std::fabs(row.lse));
-        const int64_t r = (b * d.heads + h) * d.sq + i;
-        const double* q = x->q.data() + r * d.d;
-        const double* g = x->dout.data() + r * d.dv;
-        const double* o = x->o.data() + r * d.dv;
-        double d_abs = 0;  // sum |do||o|: the kernel's D_i = do . o, with o as stored
-        for (int64_t e = 0; e < d.dv; ++e) d_abs += std::fabs(g[e] * o[e]);
-        for (int64_t j = 0; j < d.sk; ++j) {
-          if (row.p[j] == 0) continue;
-          double a = 0;
-          for (int64_t e = 0; e < d.dv; ++e) a += std::fabs(g[e] * vbase[j * d.dv + e]);
-          const double w = row.p[j] * (a + d_abs) * row.dcap[j] * d.scale;
-          for (int64_t e = 0; e < d.d; ++e) {
-            dq_mag[r * d.d + e] += w * std::fabs(kbase[j * d.d + e]);
-            dk_mag[(kv_off + j) * d.d + e] += w * std::fabs(q[e]);
-          }
-          for (int64_t e = 0; e < d.dv; ++e) dv_mag[(kv_off + j) * d.dv + e] += row.p[j] * std::fabs(g[e]);
-        }
+  for_each_row(*x, [&](int64_t r, int64_t kv_off, const Row& row) {
+    const double* kbase = x->k.data() + kv_off * d.d;
+    const double* vbase = x->v.data() + kv_off * d.dv;
+    score_abs = std::max(score_abs, row.score_abs);
+    if (std::isfinite(row.lse)) lse_abs = std::max(lse_abs, std::fabs(row.lse));
+    const double* q = x->q.data() + r * d.d;
+    const double* g = x->dout.data() + r * d.dv;
+    const double* o = x->o.data() + r * d.dv;
+    double d_abs = 0;  // sum |do||o|: the kernel's D_i = do . o, with o as stored
+    for (int64_t e = 0; e < d.dv; ++e) d_abs += std::fabs(g[e] * o[e]);
+    for (int64_t j = 0; j < d.sk; ++j) {
+      if (row.p[j] == 0) continue;
+      double a = 0;
+      for (int64_t e = 0; e < d.dv; ++e) a += std::fabs(g[e] * vbase[j * d.dv + e]);
+      const double w = row.p[j] * (a + d_abs) * row.dcap[j] * d.scale;
+      for (int64_t e = 0; e < d.d; ++e) {
+        dq_mag[r * d.d + e] += w * std::fabs(kbase[j * d.d + e]);
+        dk_mag[(kv_off + j) * d.d + e] += w * std::fabs(q[e]);
       }
+      for (int64_t e = 0; e < d.dv; ++e) dv_mag[(kv_off + j) * d.dv + e] += row.p[j] * std::fabs(g[e]);
     }
+  });
   const double delta = score_error(d, score_abs, lse_abs);
   const double factor = d.softcap > 0 ? 3 : 2;
   auto bound = [&](const std::vector<double>& mag, int64_t length) {
