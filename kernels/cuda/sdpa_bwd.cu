@@ -1,0 +1,79 @@
+// CUDA sdpa_bwd: dq, dk, dv of sdpa for an upstream gradient do, from the forward's o and lse
+// (FlashAttention 2's recomputation: p = exp(s - lse), D_i = do_i . o_i, dS = p (dP - D) times
+// the softcap's 1 - tanh^2, dq = scale dS k, dk = scale dS^T q, dv = p^T do).
+//
+// Two f32-FMA kernels (sdpa_bwd.cuh): dq (and D_i) per query tile, then dk and dv per key tile
+// summed over the kv head's group inside the block; no atomics, each output rounded once.
+// The price of no atomics is S and dP computed twice (8 products of a tile where the atomic
+// form has 5). The workspace is D: B x H x Sq floats.
+#include "kernels/cuda/sdpa_bwd.cuh"
+
+namespace dnnb::cuda_kernels::sdpa {
+namespace {
+
+template <typename T, int C>
+Status launch_bwd(const CudaDevice& device, const Attn& a) {
+  const int64_t m_blocks = ceil_div(a.sq, kTile), n_blocks = ceil_div(a.sk, kTile);
+  const int64_t dq_blocks = m_blocks * a.batch * a.heads, dkv_blocks = n_blocks * a.batch * a.kv_heads;
+  if (dq_blocks > INT_MAX || dkv_blocks > INT_MAX)
+    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) + " blocks exceed the grid");
+  const size_t smem = bwd_smem_bytes(a.d, a.dv);
+  auto dq_kernel = sdpa_bwd_dq_kernel<T, C>;
+  auto dkv_kernel = sdpa_bwd_dkv_kernel<T, C>;
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  dq_kernel<<<static_cast<unsigned>(dq_blocks), kF32Threads, smem, device.stream()>>>(a, static_cast<int>(m_blocks));
+  DNNB_CUDA_CHECK_LAUNCH();
+  // Same stream: the dk/dv kernel reads the D the dq kernel stored.
+  dkv_kernel<<<static_cast<unsigned>(dkv_blocks), kF32Threads, smem, device.stream()>>>(a, static_cast<int>(n_blocks));
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+size_t delta_bytes(const Attn& a) {
+  return sizeof(float) * static_cast<size_t>(a.batch) * static_cast<size_t>(a.heads) * static_cast<size_t>(a.sq);
+}
+
+Result<size_t> bwd_workspace(const Problem& problem, const DeviceRuntime&) {
+  auto a = attn_shape(problem);
+  if (!a) return a.status();
+  return delta_bytes(*a);
+}
+
+Status run_sdpa_bwd(OpCall& call) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  auto a = attn_inputs(call, true);
+  if (!a) return a.status();
+  auto d = ops::sdpa_desc(call.problem);
+  if (!d) return d.status();
+  const DType t = call.problem.dtype;
+  auto dq = operand_of(call.outputs[0], t, ops::sdpa_q_shape(*d), "dq");
+  auto dk = operand_of(call.outputs[1], t, ops::sdpa_k_shape(*d), "dk");
+  auto dv = operand_of(call.outputs[2], t, ops::sdpa_v_shape(*d), "dv");
+  if (!dq) return dq.status();
+  if (!dk) return dk.status();
+  if (!dv) return dv.status();
+  a->dq = *dq;
+  a->dk = *dk;
+  a->dv_out = *dv;
+  const Tensor& ws = call.workspace;
+  if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < delta_bytes(*a))
+    return Status::error("cuda sdpa_bwd: the workspace of " + std::to_string(delta_bytes(*a)) + " bytes for D is missing");
+  if (reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(ws)) % alignof(float) != 0)
+    return Status::error("cuda sdpa_bwd: the workspace is not 4-byte aligned");
+  a->delta = data_ptr<float>(ws);
+  const int capacity = f32_capacity(a->d, a->dv);
+  return dispatch_float(t, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if (capacity == 64) return launch_bwd<T, 64>(**device, *a);
+    if (capacity == 128) return launch_bwd<T, 128>(**device, *a);
+    return launch_bwd<T, 256>(**device, *a);
+  });
+}
+
+DNNB_REGISTER(register_attention("sdpa_bwd", run_sdpa_bwd, [](const Problem&) { return std::string("f32_fma"); },
+                                 bwd_workspace));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels::sdpa
