@@ -56,7 +56,6 @@ inline float sdpa_ds(const local float4* q, const local float4* k, const local f
   const float p = sdpa_unnormalized(s, row_lse) * row_norm;
   *p_out = p;
   if (p == 0.0f) return 0.0f;
-  *p_out = p;
   return p * (sdpa_dot(g, v, SDPA_DV4V) - row_d) * dcap * scale;
 }
 

@@ -32,7 +32,6 @@ struct ClSdpaDims {
 };
 static_assert(sizeof(ClSdpaDims) == 10 * sizeof(cl_long), "ClSdpaDims must match dnnb_sdpa_dims in sdpa_body.cl");
 
-
 // A [B, H, S, E] operand (q, k, v, o, do, dq, dk, dv), lse [B, H, S] or the mask [Sq, Sk].
 inline ClSdpaView sdpa_view(const Tensor& t) {
   ClSdpaView v;
