@@ -2,11 +2,15 @@
 // (FlashAttention 2's recomputation: p = exp(s - lse), D_i = do_i . o_i, dS = p (dP - D) times
 // the softcap's 1 - tanh^2, dq = scale dS k, dk = scale dS^T q, dv = p^T do).
 //
-// Two f32-FMA kernels (sdpa_bwd.cuh): dq (and D_i) per query tile, then dk and dv per key tile
-// summed over the kv head's group inside the block; no atomics, each output rounded once.
-// The price of no atomics is S and dP computed twice (8 products of a tile where the atomic
+// Two kernels: dq (and D_i) per query tile, then dk and dv per key tile summed over the kv
+// head's group inside the block; no atomics, each output rounded once.
+//   f16/bf16 with D in {64, 128} and Dv in {32, 64, 128}: on the tensor cores (sdpa_bwd_mma.cuh).
+//   f32, and other head dims up to 256: f32 FMA (sdpa_bwd.cuh).
+// The price of no atomics is S and dP computed twice (7 products of a tile where the atomic
 // form has 5). The workspace is D: B x H x Sq floats.
 #include "kernels/cuda/sdpa_bwd.cuh"
+#include "kernels/cuda/sdpa_bwd_mma.cuh"
+#include "suites/ops/gemm_desc.h"
 
 namespace dnnb::cuda_kernels::sdpa {
 namespace {
@@ -28,6 +32,52 @@ Status launch_bwd(const CudaDevice& device, const Attn& a) {
   dkv_kernel<<<static_cast<unsigned>(dkv_blocks), kF32Threads, smem, device.stream()>>>(a, static_cast<int>(n_blocks));
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
+}
+
+template <typename T, int D, int DV>
+Status launch_bwd_mma(const CudaDevice& device, const Attn& a) {
+  constexpr int kDqSmem = DqTile<D, DV>::kSmem, kDkvSmem = DkvTile<D, DV>::kSmem;
+  const int64_t m_blocks = ceil_div(a.sq, kMmaRows), n_blocks = ceil_div(a.sk, DkvTile<D, DV>::kBN);
+  const int64_t dq_blocks = m_blocks * a.batch * a.heads, dkv_blocks = n_blocks * a.batch * a.kv_heads;
+  if (dq_blocks > INT_MAX || dkv_blocks > INT_MAX)
+    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) + " blocks exceed the grid");
+  const BwdMmaPaths paths = bwd_mma_paths(a);
+  const bool dq_pairs = pair_rows(a.dq), kv_pairs = pair_rows(a.dk) && pair_rows(a.dv_out);
+  auto dq_kernel = sdpa_bwd_dq_mma_kernel<T, D, DV>;
+  auto dkv_kernel = sdpa_bwd_dkv_mma_kernel<T, D, DV>;
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kDqSmem));
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(dkv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kDkvSmem));
+  dq_kernel<<<static_cast<unsigned>(dq_blocks), kMmaThreads, kDqSmem, device.stream()>>>(a, paths, dq_pairs,
+                                                                                         static_cast<int>(m_blocks));
+  DNNB_CUDA_CHECK_LAUNCH();
+  // Same stream: the dk/dv kernel reads the D the dq kernel stored.
+  dkv_kernel<<<static_cast<unsigned>(dkv_blocks), kMmaThreads, kDkvSmem, device.stream()>>>(a, paths, kv_pairs,
+                                                                                            static_cast<int>(n_blocks));
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <typename T, int D>
+Status launch_bwd_mma_dv(const CudaDevice& device, const Attn& a) {
+  switch (a.dv) {
+    case 32: return launch_bwd_mma<T, D, 32>(device, a);
+    case 64: return launch_bwd_mma<T, D, 64>(device, a);
+    case 128: return launch_bwd_mma<T, D, 128>(device, a);
+    default: return Status::error("cuda sdpa_bwd: no tensor-core kernel for Dv=" + std::to_string(a.dv));
+  }
+}
+
+template <typename T>
+Status launch_bwd_mma_typed(const CudaDevice& device, const Attn& a) {
+  switch (a.d) {
+    case 64: return launch_bwd_mma_dv<T, 64>(device, a);
+    case 128: return launch_bwd_mma_dv<T, 128>(device, a);
+    default: return Status::error("cuda sdpa_bwd: no tensor-core kernel for D=" + std::to_string(a.d));
+  }
+}
+
+bool bwd_uses_mma(const Problem& problem, int d, int dv) {
+  return problem.dtype != DType::f32 && bwd_mma_head_dims(d, dv);
 }
 
 size_t delta_bytes(const Attn& a) {
@@ -64,16 +114,25 @@ Status run_sdpa_bwd(OpCall& call) {
     return Status::error("cuda sdpa_bwd: the workspace is not 4-byte aligned");
   a->delta = data_ptr<float>(ws);
   const int capacity = f32_capacity(a->d, a->dv);
+  const bool mma = bwd_uses_mma(call.problem, a->d, a->dv);
   return dispatch_float(t, [&](auto tag) -> Status {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>)
+      if (mma) return launch_bwd_mma_typed<T>(**device, *a);
     if (capacity == 64) return launch_bwd<T, 64>(**device, *a);
     if (capacity == 128) return launch_bwd<T, 128>(**device, *a);
     return launch_bwd<T, 256>(**device, *a);
   });
 }
 
-DNNB_REGISTER(register_attention("sdpa_bwd", run_sdpa_bwd, [](const Problem&) { return std::string("f32_fma"); },
-                                 bwd_workspace));
+// The tensor-core unit where the mma kernels run (f16/bf16 at their head dims), else the FMA units.
+std::string sdpa_bwd_unit(const Problem& problem) {
+  auto d = ops::sdpa_desc(problem);
+  if (d && bwd_uses_mma(problem, static_cast<int>(d->d), static_cast<int>(d->dv))) return ops::tensor_core_unit(problem);
+  return "f32_fma";
+}
+
+DNNB_REGISTER(register_attention("sdpa_bwd", run_sdpa_bwd, sdpa_bwd_unit, bwd_workspace));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels::sdpa

@@ -109,12 +109,17 @@ inline bool async_rows(const Operand& x) {
   return aligned_to(x.data, 16) && x.se == 1 && x.ss % 8 == 0 && x.sh % 8 == 0 && x.sb % 8 == 0;
 }
 
+// Two adjacent elements of a 16-bit output row may be stored as one 4-byte access.
+inline bool pair_rows(const Operand& x) {
+  return aligned_to(x.data, 4) && x.se == 1 && x.ss % 2 == 0 && x.sh % 2 == 0 && x.sb % 2 == 0;
+}
+
 inline MmaPaths mma_paths(const Attn& a) {
   MmaPaths paths;
   paths.q_async = async_rows(a.q);
   paths.k_async = async_rows(a.k);
   paths.v_async = async_rows(a.v);
-  paths.o_pairs = aligned_to(a.o.data, 4) && a.o.se == 1 && a.o.ss % 2 == 0 && a.o.sh % 2 == 0 && a.o.sb % 2 == 0;
+  paths.o_pairs = pair_rows(a.o);
   return paths;
 }
 
