@@ -74,9 +74,7 @@ Status launch_f32(const CudaDevice& device, const Attn& a) {
   }
 }
 
-bool uses_mma(const Problem& problem, int d, int dv) {
-  return problem.dtype != DType::f32 && mma_head_dims(d, dv);
-}
+bool uses_mma(const Problem& problem, int d, int dv) { return problem.dtype != DType::f32 && mma_head_dims(d, dv); }
 
 Status run_sdpa(OpCall& call) {
   auto device = cuda_device_of(call);

@@ -20,7 +20,8 @@ Status launch_bwd(const CudaDevice& device, const Attn& a) {
   const int64_t m_blocks = ceil_div(a.sq, kTile), n_blocks = ceil_div(a.sk, kTile);
   const int64_t dq_blocks = m_blocks * a.batch * a.heads, dkv_blocks = n_blocks * a.batch * a.kv_heads;
   if (dq_blocks > INT_MAX || dkv_blocks > INT_MAX)
-    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) + " blocks exceed the grid");
+    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) +
+                               " blocks exceed the grid");
   const size_t smem = bwd_smem_bytes(a.d, a.dv);
   auto dq_kernel = sdpa_bwd_dq_kernel<T, C>;
   auto dkv_kernel = sdpa_bwd_dkv_kernel<T, C>;
@@ -40,7 +41,8 @@ Status launch_bwd_mma(const CudaDevice& device, const Attn& a) {
   const int64_t m_blocks = ceil_div(a.sq, kMmaRows), n_blocks = ceil_div(a.sk, DkvTile<D, DV>::kBN);
   const int64_t dq_blocks = m_blocks * a.batch * a.heads, dkv_blocks = n_blocks * a.batch * a.kv_heads;
   if (dq_blocks > INT_MAX || dkv_blocks > INT_MAX)
-    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) + " blocks exceed the grid");
+    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(dq_blocks, dkv_blocks)) +
+                               " blocks exceed the grid");
   const BwdMmaPaths paths = bwd_mma_paths(a);
   const bool dq_pairs = pair_rows(a.dq), kv_pairs = pair_rows(a.dk) && pair_rows(a.dv_out);
   auto dq_kernel = sdpa_bwd_dq_mma_kernel<T, D, DV>;
@@ -109,7 +111,8 @@ Status run_sdpa_bwd(OpCall& call) {
   a->dv_out = *dv;
   const Tensor& ws = call.workspace;
   if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < delta_bytes(*a))
-    return Status::error("cuda sdpa_bwd: the workspace of " + std::to_string(delta_bytes(*a)) + " bytes for D is missing");
+    return Status::error("cuda sdpa_bwd: the workspace of " + std::to_string(delta_bytes(*a)) +
+                         " bytes for D is missing");
   if (reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(ws)) % alignof(float) != 0)
     return Status::error("cuda sdpa_bwd: the workspace is not 4-byte aligned");
   a->delta = data_ptr<float>(ws);
@@ -128,7 +131,8 @@ Status run_sdpa_bwd(OpCall& call) {
 // The tensor-core unit where the mma kernels run (f16/bf16 at their head dims), else the FMA units.
 std::string sdpa_bwd_unit(const Problem& problem) {
   auto d = ops::sdpa_desc(problem);
-  if (d && bwd_uses_mma(problem, static_cast<int>(d->d), static_cast<int>(d->dv))) return ops::tensor_core_unit(problem);
+  if (d && bwd_uses_mma(problem, static_cast<int>(d->d), static_cast<int>(d->dv)))
+    return ops::tensor_core_unit(problem);
   return "f32_fma";
 }
 

@@ -37,8 +37,8 @@ struct BwdSmem {
 // dS (without the scale) into their tiles; p = 0 throughout a row whose lse is -inf (it sees
 // no key).
 template <typename T>
-__device__ __forceinline__ void score_tile(const Attn& p, const BwdSmem& s, int a, int sub, int i, int j0,
-                                           float lse_i, float delta_i) {
+__device__ __forceinline__ void score_tile(const Attn& p, const BwdSmem& s, int a, int sub, int i, int j0, float lse_i,
+                                           float delta_i) {
   float dot[4], dp[4];
   dot4(dot, s.qs, s.ks, p.d, a, sub);
   dot4(dp, s.dos, s.vs, p.dv, a, sub);
@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(kF32Threads) sdpa_bwd_dq_kernel(const Attn p, 
   float delta_i = 0.f, lse_i = -INFINITY;
   if (i < p.sq) {
     const T* orow = p.o.head<const T>(b, h) + static_cast<int64_t>(i) * p.o.ss;
-    for (int e = sub; e < p.dv; e += 8) delta_i = fmaf(s.dos[a * (p.dv + 1) + e], to_float(orow[static_cast<int64_t>(e) * p.o.se]), delta_i);
+    for (int e = sub; e < p.dv; e += 8)
+      delta_i = fmaf(s.dos[a * (p.dv + 1) + e], to_float(orow[static_cast<int64_t>(e) * p.o.se]), delta_i);
     lse_i = p.lse.head<const float>(b, h)[static_cast<int64_t>(i) * p.lse.ss];
   }
   delta_i = row8_sum(delta_i);

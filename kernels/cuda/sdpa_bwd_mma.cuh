@@ -33,7 +33,7 @@ struct DqTile {
 
 template <int D, int DV>
 struct DkvTile {
-  static constexpr int kBN = 64;                     // keys per block
+  static constexpr int kBN = 64;                      // keys per block
   static constexpr int kBM = D + DV > 192 ? 32 : 64;  // query rows per step (registers)
   static constexpr int kKBytes = kBN * D * 2, kVBytes = kBN * DV * 2;
   static constexpr int kQBytes = kBM * D * 2, kDoBytes = kBM * DV * 2;
@@ -133,8 +133,8 @@ __device__ __forceinline__ void store2(T* row, int64_t col_stride, int col, floa
 }
 
 template <typename T, int D, int DV>
-__global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dq_mma_kernel(const Attn p, const BwdMmaPaths paths, bool dq_pairs,
-                                                                      int m_blocks) {
+__global__ void __launch_bounds__(kMmaThreads)
+    sdpa_bwd_dq_mma_kernel(const Attn p, const BwdMmaPaths paths, bool dq_pairs, int m_blocks) {
   using Tile = DqTile<D, DV>;
   constexpr int kBN = Tile::kBN;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dq_mma_kernel(const Attn
   const uint32_t q_s = smem_addr(q_tile), do_s = smem_addr(do_tile);
   for (int tile = t_lo; tile < t_hi; ++tile) {
     const int stage = (tile - t_lo) & 1;
-    if (tile + 1 < t_hi) load_kv(stage ^ 1, (tile + 1) * kBN);  // its stage was last read before the barrier ending tile - 1
+    if (tile + 1 < t_hi)
+      load_kv(stage ^ 1, (tile + 1) * kBN);  // its stage was last read before the barrier ending tile - 1
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
@@ -242,8 +243,8 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dq_mma_kernel(const Attn
 }
 
 template <typename T, int D, int DV>
-__global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dkv_mma_kernel(const Attn p, const BwdMmaPaths paths,
-                                                                       bool kv_pairs, int n_blocks) {
+__global__ void __launch_bounds__(kMmaThreads)
+    sdpa_bwd_dkv_mma_kernel(const Attn p, const BwdMmaPaths paths, bool kv_pairs, int n_blocks) {
   using Tile = DkvTile<D, DV>;
   constexpr int kBM = Tile::kBM;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dkv_mma_kernel(const Att
         float dcap;
         const float sc = score_of<T>(p, st[n][e], m0 + c, key0 + g + 8 * (e >> 1), whole, dcap);
         const float pv = prob(sc, lse2[c]);
-        st[n][e] = pv;                                     // P^T
+        st[n][e] = pv;                                   // P^T
         dpt[n][e] = pv * (dpt[n][e] - delta[c]) * dcap;  // dS^T
       }
 #pragma unroll
@@ -349,7 +350,8 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_bwd_dkv_mma_kernel(const Att
     for (int n = 0; n < D / 8; ++n)
       store2<T>(dk_row, p.dk.se, n * 8 + 2 * t, dk[n][2 * r] * p.scale, dk[n][2 * r + 1] * p.scale, kv_pairs);
 #pragma unroll
-    for (int n = 0; n < DV / 8; ++n) store2<T>(dv_row, p.dv_out.se, n * 8 + 2 * t, dv[n][2 * r], dv[n][2 * r + 1], kv_pairs);
+    for (int n = 0; n < DV / 8; ++n)
+      store2<T>(dv_row, p.dv_out.se, n * 8 + 2 * t, dv[n][2 * r], dv[n][2 * r + 1], kv_pairs);
   }
 }
 

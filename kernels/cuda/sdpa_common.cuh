@@ -37,14 +37,14 @@ struct Attn {
   int batch = 1, heads = 1, kv_heads = 1, group = 1;
   int sq = 1, sk = 1, d = 1, dv = 1;
   bool causal = false;
-  int window = 0;      // > 0: also keys j > i - window
+  int window = 0;  // > 0: also keys j > i - window
   float scale = 1.f;
-  float softcap = 0.f;  // > 0: s -> softcap tanh(s / softcap)
-  float softcap_inv = 0.f;  // 1 / softcap: a multiply in the loops (an IEEE division is a call)
-  Operand q, k, v, mask;  // mask.data null without mask=1
-  Operand o, lse;         // forward outputs; backward inputs
+  float softcap = 0.f;           // > 0: s -> softcap tanh(s / softcap)
+  float softcap_inv = 0.f;       // 1 / softcap: a multiply in the loops (an IEEE division is a call)
+  Operand q, k, v, mask;         // mask.data null without mask=1
+  Operand o, lse;                // forward outputs; backward inputs
   Operand dout, dq, dk, dv_out;  // backward
-  float* delta = nullptr;  // backward workspace: D_i = do_i . o_i, [B, H, Sq] contiguous
+  float* delta = nullptr;        // backward workspace: D_i = do_i . o_i, [B, H, Sq] contiguous
 };
 
 inline constexpr float kLn2 = 0.693147180559945309f;
@@ -67,7 +67,8 @@ __device__ __forceinline__ float final_score(const Attn& p, float dot, int i, in
   }
   if (!visible(p, i, j)) return -INFINITY;
   if (p.mask.data != nullptr)
-    s += to_float(static_cast<const T*>(p.mask.data)[static_cast<int64_t>(i) * p.mask.ss + static_cast<int64_t>(j) * p.mask.se]);
+    s += to_float(
+        static_cast<const T*>(p.mask.data)[static_cast<int64_t>(i) * p.mask.ss + static_cast<int64_t>(j) * p.mask.se]);
   return s;
 }
 
@@ -123,8 +124,9 @@ inline Result<Attn> attn_shape(const Problem& problem) {
   auto d = ops::sdpa_desc(problem);
   if (!d) return d.status();
   if (d->d > 256 || d->dv > 256)
-    return Status::unsupported("cuda sdpa: head dims up to 256 (the kernels keep a row of the output in registers), got D=" +
-                               std::to_string(d->d) + ", Dv=" + std::to_string(d->dv));
+    return Status::unsupported(
+        "cuda sdpa: head dims up to 256 (the kernels keep a row of the output in registers), got D=" +
+        std::to_string(d->d) + ", Dv=" + std::to_string(d->dv));
   const int64_t rows = d->batch * d->heads * std::max(d->sq, d->sk);
   if (d->sq > (1 << 30) || d->sk > (1 << 30) || rows > INT_MAX || d->window > (1 << 30))
     return Status::unsupported("cuda sdpa: " + problem.to_string() + " exceeds the kernels' 32-bit row indices");
@@ -199,7 +201,9 @@ inline bool register_attention(const std::string& op, std::function<Status(OpCal
     return a ? Status::ok() : a.status();
   };
   impl.run = std::move(run);
-  impl.compute_unit_for = [unit = std::move(unit)](const Problem& problem, const DeviceRuntime&) { return unit(problem); };
+  impl.compute_unit_for = [unit = std::move(unit)](const Problem& problem, const DeviceRuntime&) {
+    return unit(problem);
+  };
   impl.workspace_bytes = std::move(workspace);
   return Registry::instance().add_implementation(std::move(impl));
 }

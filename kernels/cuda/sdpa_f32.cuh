@@ -13,8 +13,8 @@
 
 namespace dnnb::cuda_kernels::sdpa {
 
-inline constexpr int kTile = 32;          // query rows and keys per tile
-inline constexpr int kF32Threads = 256;   // 8 threads per row of a tile
+inline constexpr int kTile = 32;            // query rows and keys per tile
+inline constexpr int kF32Threads = 256;     // 8 threads per row of a tile
 inline constexpr int kScoreLd = kTile + 1;  // row stride of a tile of scores in shared memory
 
 // The register capacity for head dims d and dv (both <= 256).
@@ -32,7 +32,8 @@ __device__ __forceinline__ void load_rows_f32(float* dst, const T* base, int64_t
   for (int idx = threadIdx.x; idx < kTile * cols; idx += kF32Threads) {
     const int r = idx / cols, e = idx - r * cols;
     const int gr = r0 + r;
-    dst[r * ld + e] = gr < rows_total ? to_float(base[static_cast<int64_t>(gr) * s_row + static_cast<int64_t>(e) * s_col]) : 0.f;
+    dst[r * ld + e] =
+        gr < rows_total ? to_float(base[static_cast<int64_t>(gr) * s_row + static_cast<int64_t>(e) * s_col]) : 0.f;
   }
 }
 

@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p,
 
   for (int tile = t_lo; tile < t_hi; ++tile) {
     const int stage = (tile - t_lo) & 1;
-    if (tile + 1 < t_hi) load_kv(stage ^ 1, (tile + 1) * kBN);  // its stage was last read before the barrier ending tile - 1
+    if (tile + 1 < t_hi)
+      load_kv(stage ^ 1, (tile + 1) * kBN);  // its stage was last read before the barrier ending tile - 1
     cp_async_commit();
     cp_async_wait<1>();  // this tile's group (and q's) has landed
     __syncthreads();
@@ -209,7 +210,7 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p,
         }
       }
 
-    // Online softmax per row; the 4 lanes of a row hold its kBN scores between them.
+      // Online softmax per row; the 4 lanes of a row hold its kBN scores between them.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float mx = m_row[r];
