@@ -5,26 +5,14 @@ FLOPs as FlashAttention's benchmarks and suites/ops/sdpa_desc.h count them: forw
 head (half with causal), backward 2.5x the forward. Prints one line per case and writes JSON to
 the path given (default stdout)."""
 import json
+import pathlib
 import sys
 
 import torch
 import torch.nn.functional as F
 
-
-def median_ms(fn, warmup=5, reps=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
-    samples.sort()
-    return samples[len(samples) // 2]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from torch_anchors import median_ms  # noqa: E402  (one way of timing torch in ci/gpu)
 
 
 def main():
@@ -42,7 +30,7 @@ def main():
         name = f"sdpa:bf16:{b}x{h}x{s}x{d}" + (":" + ",".join(
             p for p in (("causal=1" if causal else ""), (f"kv={kv}" if kv != h else "")) if p) if causal or kv != h else "")
         for op, fn, f in (("sdpa", fwd, flops), ("sdpa_bwd", bwd, 2.5 * flops)):
-            ms = median_ms(fn)
+            ms = median_ms(fn, warmup=5, reps=20)
             rows.append({"case": name.replace("sdpa:", op + ":", 1), "median_us": ms * 1e3, "tflops": f / ms / 1e9})
             print(f"torch {rows[-1]['case']:<48} {ms * 1e3:10.1f} us {rows[-1]['tflops']:7.1f} TFLOP/s")
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "cases": rows}
