@@ -20,18 +20,15 @@ namespace {
 using sdpa::kBlock;
 using sdpa::kNegInf;
 
-struct Operands {
-  ops::SdpaDesc d;
-  sdpa::View q, k, v, mask, o, lse;
+struct Operands : sdpa::Inputs {
+  sdpa::View o, lse;
 };
 
 template <class Fmt>
 DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i0) {
   using T = typename Fmt::storage;
   const ops::SdpaDesc& d = x.d;
-  const int64_t nq = std::min(kBlock, d.sq - i0), nvq = (nq + 15) / 16;
-  const int64_t kvh = h / d.group();
-  const int64_t dp = sdpa::pad16(d.d), dvp = sdpa::pad16(d.dv);
+  const auto [nq, nvq, kvh, dp, dvp] = sdpa::query_block(d, h, i0);
   sdpa::Arena& arena = sdpa::Arena::local();
   arena.reset(d.d * kBlock + kBlock * dp + kBlock * dvp * 2 + kBlock * kBlock * 2 + 3 * kBlock);
   float* qt = arena.take(d.d * kBlock);       // scaled queries, transposed
@@ -46,9 +43,7 @@ DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i
 
   const float scale = static_cast<float>(d.scale);
   // The query rows go through kf (not in use yet) to their transposed panel.
-  for (int64_t i = 0; i < nq; ++i)
-    sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.d, scale, kf + i * dp, dp);
-  sdpa::transpose_into(kf, dp, nq, d.d, qt);
+  sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.d, scale, kf, qt);
   std::fill(m, m + kBlock, kNegInf);
   std::fill(l, l + kBlock, 0.0f);
   std::fill(acc, acc + kBlock * dvp, 0.0f);
@@ -57,10 +52,7 @@ DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i
   const int64_t key_lo = sdpa::block_key_lo(d, i0), key_hi = sdpa::block_key_hi(d, i0 + nq);
   for (int64_t j0 = key_lo; j0 < key_hi; j0 += kBlock) {
     const int64_t kb = std::min(kBlock, key_hi - j0);
-    for (int64_t j = 0; j < kb; ++j) {
-      sdpa::load_row<Fmt>(x.k.row<const T>(b, kvh, j0 + j), x.k.col_stride(), d.d, 1.0f, kf + j * dp, d.d);
-      sdpa::load_row<Fmt>(x.v.row<const T>(b, kvh, j0 + j), x.v.col_stride(), d.dv, 1.0f, vf + j * dvp, dvp);
-    }
+    sdpa::load_kv_rows<Fmt>(x, b, kvh, j0, kb, kf, vf);
     sdpa::gemm(st, kBlock, kb, nvq, kf, dp, 1, qt, kBlock, d.d, false);
     if (d.mask) sdpa::pack_mask_transposed<Fmt>(x.mask, i0, nq, j0, kb, mt);
 
@@ -119,11 +111,7 @@ Status run_sdpa(OpCall& call) {
   if (call.inputs.size() != n_in || call.outputs.size() != 2)
     return Status::bad_input("avx512 sdpa: the signature has " + std::to_string(n_in) + " inputs and 2 outputs");
   Operands x;
-  x.d = *d;
-  x.q = sdpa::view_of(call.inputs[0]);
-  x.k = sdpa::view_of(call.inputs[1]);
-  x.v = sdpa::view_of(call.inputs[2]);
-  if (d->mask) x.mask = sdpa::view_of(call.inputs[3]);
+  sdpa::bind_inputs(call, *d, x);
   x.o = sdpa::view_of(call.outputs[0]);
   x.lse = sdpa::view_of(call.outputs[1]);
   if (call.outputs[1].dtype != DType::f32) return Status::unsupported("avx512 sdpa: lse is not f32");

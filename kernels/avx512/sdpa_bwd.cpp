@@ -29,9 +29,8 @@ namespace {
 using sdpa::kBlock;
 using sdpa::kNegInf;
 
-struct Operands {
-  ops::SdpaDesc d;
-  sdpa::View q, k, v, mask, o, dout, lse, dq, dk, dv;
+struct Operands : sdpa::Inputs {
+  sdpa::View o, dout, lse, dq, dk, dv;
   float* row_d = nullptr;     // D_i per (batch, head, query)
   float* row_lse = nullptr;   // lse_i per (batch, head, query)
   float* row_norm = nullptr;  // 1 / sum_j e^(s_ij - lse_i) per (batch, head, query)
@@ -91,12 +90,8 @@ DNNB_AVX512 void key_block_task(const Operands& x, int64_t b, int64_t kvh, int64
   float* dv = arena.take(kBlock * dvp);
   float* mrow = arena.take(kBlock);        // one row of the mask block
   // The keys' rows go through the query buffers (not in use yet) to their transposed panels.
-  for (int64_t j = 0; j < kb; ++j) {
-    sdpa::load_row<Fmt>(x.k.row<const T>(b, kvh, j0 + j), x.k.col_stride(), d.d, 1.0f, qs + j * dp, dp);
-    sdpa::load_row<Fmt>(x.v.row<const T>(b, kvh, j0 + j), x.v.col_stride(), d.dv, 1.0f, dof + j * dvp, dvp);
-  }
-  sdpa::transpose_into(qs, dp, kb, d.d, kt);
-  sdpa::transpose_into(dof, dvp, kb, d.dv, vt);
+  sdpa::pack_rows_transposed<Fmt>(x.k, b, kvh, j0, kb, d.d, 1.0f, qs, kt);
+  sdpa::pack_rows_transposed<Fmt>(x.v, b, kvh, j0, kb, d.dv, 1.0f, dof, vt);
   std::fill(dk, dk + kBlock * dp, 0.0f);
   std::fill(dv, dv + kBlock * dvp, 0.0f);
 
@@ -148,9 +143,7 @@ template <class Fmt>
 DNNB_AVX512 void query_block_task(const Operands& x, int64_t b, int64_t h, int64_t i0) {
   using T = typename Fmt::storage;
   const ops::SdpaDesc& d = x.d;
-  const int64_t nq = std::min(kBlock, d.sq - i0), nvq = (nq + 15) / 16;
-  const int64_t kvh = h / d.group();
-  const int64_t dp = sdpa::pad16(d.d), dvp = sdpa::pad16(d.dv);
+  const auto [nq, nvq, kvh, dp, dvp] = sdpa::query_block(d, h, i0);
   sdpa::Arena& arena = sdpa::Arena::local();
   arena.reset((d.d + d.dv) * kBlock + kBlock * (3 * dp + dvp) + 3 * kBlock * kBlock + 3 * kBlock);
   float* qt = arena.take(d.d * kBlock);      // scale q transposed: query i in lane i
@@ -167,12 +160,8 @@ DNNB_AVX512 void query_block_task(const Operands& x, int64_t b, int64_t h, int64
 
   const float scale = static_cast<float>(d.scale);
   // q and do rows go through kf and vf (not in use yet) to their transposed panels.
-  for (int64_t i = 0; i < nq; ++i)
-    sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.d, scale, kf + i * dp, dp);
-  sdpa::transpose_into(kf, dp, nq, d.d, qt);
-  for (int64_t i = 0; i < nq; ++i)
-    sdpa::load_row<Fmt>(x.dout.row<const T>(b, h, i0 + i), x.dout.col_stride(), d.dv, 1.0f, vf + i * dvp, dvp);
-  sdpa::transpose_into(vf, dvp, nq, d.dv, dot);
+  sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.d, scale, kf, qt);
+  sdpa::pack_rows_transposed<Fmt>(x.dout, b, h, i0, nq, d.dv, 1.0f, vf, dot);
   for (int64_t i = 0; i < kBlock; ++i) {
     lse[i] = i < nq ? x.row_lse[x.row_of(b, h, i0 + i)] : kNegInf;
     row_d[i] = i < nq ? x.row_d[x.row_of(b, h, i0 + i)] : 0.0f;
@@ -185,10 +174,7 @@ DNNB_AVX512 void query_block_task(const Operands& x, int64_t b, int64_t h, int64
   const int64_t key_lo = sdpa::block_key_lo(d, i0), key_hi = sdpa::block_key_hi(d, i0 + nq);
   for (int64_t j0 = key_lo; j0 < key_hi; j0 += kBlock) {
     const int64_t kb = std::min(kBlock, key_hi - j0);
-    for (int64_t j = 0; j < kb; ++j) {
-      sdpa::load_row<Fmt>(x.k.row<const T>(b, kvh, j0 + j), x.k.col_stride(), d.d, 1.0f, kf + j * dp, dp);
-      sdpa::load_row<Fmt>(x.v.row<const T>(b, kvh, j0 + j), x.v.col_stride(), d.dv, 1.0f, vf + j * dvp, dvp);
-    }
+    sdpa::load_kv_rows<Fmt>(x, b, kvh, j0, kb, kf, vf);
     sdpa::gemm(st, kBlock, kb, nvq, kf, dp, 1, qt, kBlock, d.d, false);
     sdpa::gemm(dpt, kBlock, kb, nvq, vf, dvp, 1, dot, kBlock, d.dv, false);
     if (d.mask) sdpa::pack_mask_transposed<Fmt>(x.mask, i0, nq, j0, kb, mt);
@@ -229,10 +215,7 @@ Status run_sdpa_bwd(OpCall& call) {
     return Status::bad_input("avx512 sdpa_bwd: the signature has " + std::to_string(n_in) + " inputs and 3 outputs");
   if (call.inputs[n_in - 1].dtype != DType::f32) return Status::unsupported("avx512 sdpa_bwd: lse is not f32");
   Operands x;
-  x.d = *d;
-  size_t i = 0;
-  for (sdpa::View* v : {&x.q, &x.k, &x.v}) *v = sdpa::view_of(call.inputs[i++]);
-  if (d->mask) x.mask = sdpa::view_of(call.inputs[i++]);
+  size_t i = sdpa::bind_inputs(call, *d, x);
   for (sdpa::View* v : {&x.o, &x.dout, &x.lse}) *v = sdpa::view_of(call.inputs[i++]);
   x.dq = sdpa::view_of(call.outputs[0]);
   x.dk = sdpa::view_of(call.outputs[1]);

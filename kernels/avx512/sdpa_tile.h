@@ -47,6 +47,32 @@ inline View view_of(const Tensor& t) {
   return v;
 }
 
+// The operands forward and backward both take: the descriptor, q, k, v and the optional mask.
+struct Inputs {
+  ops::SdpaDesc d;
+  View q, k, v, mask;
+};
+
+// Binds d and the views of q, k, v[, mask] (the first inputs of call); returns the index of
+// the next input.
+inline size_t bind_inputs(const OpCall& call, const ops::SdpaDesc& d, Inputs& x) {
+  x.d = d;
+  size_t i = 0;
+  for (View* v : {&x.q, &x.k, &x.v}) *v = view_of(call.inputs[i++]);
+  if (d.mask) x.mask = view_of(call.inputs[i++]);
+  return i;
+}
+
+// The sizes of a task over the queries [i0, i0 + 64) of head h: the queries in the block, their
+// 16-lane vectors, the kv head, and D and Dv padded to 16.
+struct QueryBlock {
+  int64_t nq, nvq, kvh, dp, dvp;
+};
+inline QueryBlock query_block(const ops::SdpaDesc& d, int64_t h, int64_t i0) {
+  const int64_t nq = std::min(kBlock, d.sq - i0);
+  return {nq, (nq + 15) / 16, h / d.group(), pad16(d.d), pad16(d.dv)};
+}
+
 // Per-thread f32 scratch, carved into 64-byte aligned pieces; reset once per task.
 class Arena {
  public:
@@ -96,6 +122,29 @@ DNNB_AVX512 inline void transpose_into(const float* src, int64_t ld, int64_t row
     for (int64_t e = 0; e < cols; ++e) std::fill(panel + e * kBlock + rows, panel + (e + 1) * kBlock, 0.0f);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t e = 0; e < cols; ++e) panel[e * kBlock + r] = src[r * ld + e];
+}
+
+// Rows [r0, r0 + n) of (b, h) of a view (dim elements each) times `mul` into a transposed
+// panel (row r in lane r), through `scratch` (n rows of pad16(dim) floats, row-major).
+template <class Fmt>
+DNNB_AVX512 void pack_rows_transposed(const View& t, int64_t b, int64_t h, int64_t r0, int64_t n, int64_t dim,
+                                      float mul, float* scratch, float* panel) {
+  using T = typename Fmt::storage;
+  const int64_t ld = pad16(dim);
+  for (int64_t i = 0; i < n; ++i) load_row<Fmt>(t.row<const T>(b, h, r0 + i), t.col_stride(), dim, mul, scratch + i * ld, ld);
+  transpose_into(scratch, ld, n, dim, panel);
+}
+
+// Keys [j0, j0 + kb) of kv head kvh row-major into kf (rows of pad16(D)) and their values
+// into vf (rows of pad16(Dv)), zero-padded.
+template <class Fmt>
+DNNB_AVX512 void load_kv_rows(const Inputs& x, int64_t b, int64_t kvh, int64_t j0, int64_t kb, float* kf, float* vf) {
+  using T = typename Fmt::storage;
+  const int64_t dp = pad16(x.d.d), dvp = pad16(x.d.dv);
+  for (int64_t j = 0; j < kb; ++j) {
+    load_row<Fmt>(x.k.row<const T>(b, kvh, j0 + j), x.k.col_stride(), x.d.d, 1.0f, kf + j * dp, dp);
+    load_row<Fmt>(x.v.row<const T>(b, kvh, j0 + j), x.v.col_stride(), x.d.dv, 1.0f, vf + j * dvp, dvp);
+  }
 }
 
 // n f32 values times `mul` to a row of the output (element stride `stride`).
