@@ -26,18 +26,9 @@ kernel __attribute__((reqd_work_group_size(SDPA_WG, 1, 1))) void sdpa_fwd(
   local float s_tile[SDPA_BQ * SDPA_BK];
   local float p_tile[SDPA_BQ * SDPA_BK];
   const int lid = get_local_id(0);
-  const int r = lid / SDPA_T;
-  const int t = lid - r * SDPA_T;
-  const long blocks = (dm.sq + SDPA_BQ - 1) / SDPA_BQ;
-  const long group = get_group_id(0);
-  const long bh = group / blocks;
-  const long i0 = (group - bh * blocks) * SDPA_BQ;
-  const long b = bh / dm.heads;
-  const long h = bh - b * dm.heads;
-  const long kvh = h / (dm.heads / dm.kv_heads);
-  const long i = i0 + r;
-  const long k_base = kv.offset + b * kv.sb + kvh * kv.sh;
-  const long v_base = vv.offset + b * vv.sb + kvh * vv.sh;
+  const dnnb_sdpa_qblock w = sdpa_query_block(dm, kv, vv, lid);
+  const int r = w.r, t = w.t;
+  const long bh = w.bh, i0 = w.i0, b = w.b, h = w.h, kvh = w.kvh, i = w.i, k_base = w.k_base, v_base = w.v_base;
   sdpa_stage(q, qv.offset + b * qv.sb + h * qv.sh, qv, i0, dm.sq, dm.d, SDPA_BQ, SDPA_KW4, q_tile, lid, SDPA_WG);
 
   long lo = 0;

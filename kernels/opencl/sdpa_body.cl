@@ -29,6 +29,31 @@ typedef struct {
   long batch, heads, kv_heads, sq, sk, d, dv, causal, window, has_mask;
 } dnnb_sdpa_dims;
 
+// Where a work-group over a block of SDPA_BQ query rows of one (batch, head) stands: item `lid`
+// serves query row i (lane t of SDPA_T), its kv head kvh, and k_base / v_base start that kv
+// head's keys and values. Shared by the forward and the backward's dq kernel.
+typedef struct {
+  int r, t;
+  long bh, i0, b, h, kvh, i, k_base, v_base;
+} dnnb_sdpa_qblock;
+
+inline dnnb_sdpa_qblock sdpa_query_block(dnnb_sdpa_dims dm, dnnb_sdpa_view kv, dnnb_sdpa_view vv, int lid) {
+  dnnb_sdpa_qblock w;
+  w.r = lid / SDPA_T;
+  w.t = lid - w.r * SDPA_T;
+  const long blocks = (dm.sq + SDPA_BQ - 1) / SDPA_BQ;
+  const long group = get_group_id(0);
+  w.bh = group / blocks;
+  w.i0 = (group - w.bh * blocks) * SDPA_BQ;
+  w.b = w.bh / dm.heads;
+  w.h = w.bh - w.b * dm.heads;
+  w.kvh = w.h / (dm.heads / dm.kv_heads);
+  w.i = w.i0 + w.r;
+  w.k_base = kv.offset + w.b * kv.sb + w.kvh * kv.sh;
+  w.v_base = vv.offset + w.b * vv.sb + w.kvh * vv.sh;
+  return w;
+}
+
 // Rows row0 .. row0 + n_rows of one head (starting at `base`) into a local tile of `width4`
 // float4 per row, as f32: rows past `rows_total` and columns past `cols` are zeros. All items of
 // the work-group take part (`lid` of `wg`); consecutive items read consecutive columns.
