@@ -203,14 +203,6 @@ Status read_guarded(DeviceRuntime& device, const GuardedOutput& out, std::vector
   return Status::ok();
 }
 
-// Host copies of a tensor (the state the reference advances apart from what was uploaded).
-Result<Tensor> host_copy(const Tensor& t) {
-  auto copy = empty_tensor(scratch_host(), t.dtype, t.shape);
-  if (!copy) return copy.status();
-  DNNB_TRY(copy_tensor(*copy, t));
-  return copy;
-}
-
 // The name of a tensor of step `step` in a fixture file: step 0 under the plain name, later
 // steps as "<name>@<step>".
 std::string step_name(const std::string& name, int step) {
@@ -528,7 +520,7 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     for (size_t i = 0; i < sig->inputs.size(); ++i) {
       if (!sig->inputs[i].state) continue;
       if (step == 0) {
-        auto copy = host_copy(inputs[i]);
+        auto copy = to_host(inputs[i]);  // a copy: the uploaded step-0 state stays as it was
         if (!copy) return finish(copy.status());
         working[i] = *copy;
       }
