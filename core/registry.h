@@ -28,8 +28,8 @@ struct TensorSpec {
   std::vector<DType> dtype_choices;
   // An input the op also updates in place (a KV cache): it stays on the device across the steps
   // of a case, the reference updates its host copy in place in the operand's own dtype, and
-  // check compares it after the last step (tolerance class exact: what the op stores is its
-  // inputs cast to the state's dtype). A step's effect on the state depends on the step's inputs
+  // check compares it after the last step value for value (what the op stores is its inputs
+  // rounded once into the state's dtype). A step's effect on the state depends on the step's inputs
   // only (writes at given positions), so running a step twice leaves what running it once
   // does: bench launches one step repeatedly, check --bitwise runs each step twice.
   bool state = false;

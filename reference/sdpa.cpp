@@ -125,8 +125,8 @@ void for_each_row(const Operands& x, Fn fn) {
 double unit_roundoff(DType t) { return t == DType::f16 ? 0x1p-11 : t == DType::bf16 ? 0x1p-8 : kU32; }
 
 // How far a score may be off in f32: its sum over D, the softcap's tanh, the lse read back.
-double score_error(const ops::SdpaDesc& d, double score_abs, double lse_abs) {
-  return 8 * std::sqrt(static_cast<double>(d.d)) * kU32 * score_abs + 4 * kU32 * (d.softcap + lse_abs);
+double score_error(int64_t head_dim, double softcap, double score_abs, double lse_abs) {
+  return 8 * std::sqrt(static_cast<double>(head_dim)) * kU32 * score_abs + 4 * kU32 * (softcap + lse_abs);
 }
 
 }  // namespace
@@ -195,11 +195,19 @@ Status sdpa_bwd(const Problem& problem, const std::vector<Tensor>& inputs, std::
   return Status::ok();
 }
 
+OutputBound attention_output_bound(DType dtype, int64_t head_dim, int64_t keys, double softcap, double score_abs,
+                                   double o_mag) {
+  const double eps = 2 * unit_roundoff(dtype);
+  const double delta = score_error(head_dim, softcap, score_abs, 0);
+  const double sum_error = 8 * std::sqrt(static_cast<double>(keys)) * kU32;
+  const double factor = softcap > 0 ? 3 : 2;
+  return OutputBound{eps, (2 * eps + sum_error + 2 * delta) * o_mag, factor, eps * o_mag};
+}
+
 Result<std::vector<OutputBound>> sdpa_bounds(const Problem& problem, const std::vector<Tensor>& inputs) {
   auto x = read_operands(problem, inputs, false);
   if (!x) return x.status();
   const auto& d = x->d;
-  const double eps = 2 * unit_roundoff(x->dtype);
   double o_mag = 0, score_abs = 0, lse_abs = 0;
   std::vector<double> mag(d.dv);
   for_each_row(*x, [&](int64_t, int64_t kv_off, const Row& row) {
@@ -212,10 +220,10 @@ Result<std::vector<OutputBound>> sdpa_bounds(const Problem& problem, const std::
         for (int64_t e = 0; e < d.dv; ++e) mag[e] += row.p[j] * std::fabs(vbase[j * d.dv + e]);
     for (double m : mag) o_mag = std::max(o_mag, m);
   });
-  const double delta = score_error(d, score_abs, 0);
+  const double delta = score_error(d.d, d.softcap, score_abs, 0);
   const double sum_error = 8 * std::sqrt(static_cast<double>(d.sk)) * kU32;
   const double factor = d.softcap > 0 ? 3 : 2;
-  OutputBound o{eps, (2 * eps + sum_error + 2 * delta) * o_mag, factor, eps * o_mag};
+  OutputBound o = attention_output_bound(x->dtype, d.d, d.sk, d.softcap, score_abs, o_mag);
   OutputBound lse{2 * kU32, sum_error + delta, factor, 2 * kU32 * lse_abs};
   return std::vector<OutputBound>{o, lse};
 }
@@ -250,7 +258,7 @@ Result<std::vector<OutputBound>> sdpa_bwd_bounds(const Problem& problem, const s
       for (int64_t e = 0; e < d.dv; ++e) dv_mag[(kv_off + j) * d.dv + e] += row.p[j] * std::fabs(g[e]);
     }
   });
-  const double delta = score_error(d, score_abs, lse_abs);
+  const double delta = score_error(d.d, d.softcap, score_abs, lse_abs);
   const double factor = d.softcap > 0 ? 3 : 2;
   auto bound = [&](const std::vector<double>& mag, int64_t length) {
     const double m = mag.empty() ? 0 : *std::max_element(mag.begin(), mag.end());

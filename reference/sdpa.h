@@ -18,6 +18,13 @@ Status sdpa(const Problem& problem, const std::vector<Tensor>& inputs, std::vect
 // The golden recomputes the probabilities from q and k; o and lse are what kernels read.
 Status sdpa_bwd(const Problem& problem, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
+// The bound of an attention output o (rounded to `dtype`) whose rows weight up to `keys` values:
+// one rounding of o, the f32 sums over the keys, and the scores' error (sums over head_dim,
+// the softcap's tanh) through the softmax; score_abs is the largest sum_j p_j |s_j| terms
+// (sum_j p_j scale sum_e |q_e k_je|), o_mag the largest sum_j p_j |v_je| (docs/conformance.md).
+OutputBound attention_output_bound(DType dtype, int64_t head_dim, int64_t keys, double softcap, double score_abs,
+                                   double o_mag);
+
 // Bounds of o and lse, and of dq, dk and dv (docs/conformance.md, "Attention").
 Result<std::vector<OutputBound>> sdpa_bounds(const Problem& problem, const std::vector<Tensor>& inputs);
 Result<std::vector<OutputBound>> sdpa_bwd_bounds(const Problem& problem, const std::vector<Tensor>& inputs);
