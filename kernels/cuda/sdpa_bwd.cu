@@ -7,7 +7,8 @@
 //   f16/bf16 with D in {64, 128} and Dv in {32, 64, 128}: on the tensor cores (sdpa_bwd_mma.cuh).
 //   f32, and other head dims up to 256: f32 FMA (sdpa_bwd.cuh).
 // The price of no atomics is S and dP computed twice (7 products of a tile where the atomic
-// form has 5). The workspace is D: B x H x Sq floats.
+// form has 5). The workspace is D, then the FMA path's row normalisers n (sdpa_bwd.cuh): 2 x B x
+// H x Sq floats.
 #include "kernels/cuda/sdpa_bwd.cuh"
 #include "kernels/cuda/sdpa_bwd_mma.cuh"
 #include "suites/ops/gemm_desc.h"
@@ -83,7 +84,7 @@ bool bwd_uses_mma(const Problem& problem, int d, int dv) {
 }
 
 size_t delta_bytes(const Attn& a) {
-  return sizeof(float) * static_cast<size_t>(a.batch) * static_cast<size_t>(a.heads) * static_cast<size_t>(a.sq);
+  return 2 * sizeof(float) * static_cast<size_t>(a.batch) * static_cast<size_t>(a.heads) * static_cast<size_t>(a.sq);
 }
 
 Result<size_t> bwd_workspace(const Problem& problem, const DeviceRuntime&) {

@@ -1,26 +1,30 @@
 // The f32-FMA attention backward kernels (launched by sdpa_bwd.cu), on the tiles and thread
 // layout of sdpa_f32.cuh (any dtype, loaded to f32; D, Dv <= 256); each output written once,
 // rounded once, with no atomics (deterministic):
-//   dq kernel: one block per (batch, head, 32 query rows): D_i = do_i . o_i for its rows (also
-//     stored to the workspace for the next kernel), then over the visible key tiles S, P, dP,
-//     dS = P (dP - D) (times the softcap's 1 - tanh^2) and dq += dS k in registers.
+//   dq kernel: one block per (batch, head, 32 query rows): D_i = do_i . o_i for its rows, and
+//     n_i = 1 / sum_j exp(s_j - lse_i) over a first pass of the visible key tiles (both stored
+//     to the workspace for the next kernel), then over the same tiles S, P = n_i exp(s - lse),
+//     dP, dS = P (dP - D) (times the softcap's 1 - tanh^2) and dq += dS k in registers.
+//     n_i makes each row of P sum to 1 whatever the f32 rounding of the scores recomputed here
+//     against the forward's: with scores of order 100 one rounding of s shifts every p by
+//     about 1e-5 relative, which dq would carry undivided.
 //   dk/dv kernel: one block per (batch, kv head, 32 keys): over the group's query heads and the
 //     query tiles that see these keys, S, P, dP, dS again and dv += P^T do, dk += dS^T q in
 //     registers; so dk and dv sum over the group inside the block.
-// p = exp2(s log2e - lse log2e) from the forward's lse (sdpa_common.cuh).
+// p = n_i exp2(s log2e - lse log2e) from the forward's lse (sdpa_common.cuh).
 #pragma once
 #include "kernels/cuda/sdpa_f32.cuh"
 
 namespace dnnb::cuda_kernels::sdpa {
 
 // Shared memory of both kernels: q [32][D+1], do [32][Dv+1], k [32][D+1], v [32][Dv+1], dS and
-// P [32][33], lse and D [32] floats.
+// P [32][33], lse, D and n [32] floats.
 inline size_t bwd_smem_bytes(int d, int dv) {
-  return sizeof(float) * (static_cast<size_t>(kTile) * (2 * (d + 1) + 2 * (dv + 1) + 2 * kScoreLd + 2));
+  return sizeof(float) * (static_cast<size_t>(kTile) * (2 * (d + 1) + 2 * (dv + 1) + 2 * kScoreLd + 3));
 }
 
 struct BwdSmem {
-  float *qs, *dos, *ks, *vs, *ds, *ps, *lse, *delta;
+  float *qs, *dos, *ks, *vs, *ds, *ps, *lse, *delta, *norm;
   __device__ explicit BwdSmem(float* base, int d, int dv) {
     qs = base;
     dos = qs + kTile * (d + 1);
@@ -30,15 +34,16 @@ struct BwdSmem {
     ps = ds + kTile * kScoreLd;
     lse = ps + kTile * kScoreLd;
     delta = lse + kTile;
+    norm = delta + kTile;
   }
 };
 
-// Row a (query i, its lse and D) against keys j0 + sub + 8 k of the tiles in shared memory: p and
-// dS (without the scale) into their tiles; p = 0 throughout a row whose lse is -inf (it sees
+// Row a (query i, its lse, D and n) against keys j0 + sub + 8 k of the tiles in shared memory: p
+// and dS (without the scale) into their tiles; p = 0 throughout a row whose lse is -inf (it sees
 // no key).
 template <typename T>
 __device__ __forceinline__ void score_tile(const Attn& p, const BwdSmem& s, int a, int sub, int i, int j0, float lse_i,
-                                           float delta_i) {
+                                           float delta_i, float norm_i) {
   float dot[4], dp[4];
   dot4(dot, s.qs, s.ks, p.d, a, sub);
   dot4(dp, s.dos, s.vs, p.dv, a, sub);
@@ -47,7 +52,7 @@ __device__ __forceinline__ void score_tile(const Attn& p, const BwdSmem& s, int 
   for (int k = 0; k < 4; ++k) {
     float dcap;
     const float sc = final_score<T>(p, dot[k], i, j0 + sub + 8 * k, dcap);
-    const float pk = lse_i == -INFINITY ? 0.f : exp2f(fmaf(sc, kLog2e, -lse_log2));
+    const float pk = lse_i == -INFINITY ? 0.f : norm_i * exp2f(fmaf(sc, kLog2e, -lse_log2));
     s.ps[a * kScoreLd + sub + 8 * k] = pk;
     s.ds[a * kScoreLd + sub + 8 * k] = pk * (dp[k] - delta_i) * dcap;
   }
@@ -74,12 +79,34 @@ __global__ void __launch_bounds__(kF32Threads) sdpa_bwd_dq_kernel(const Attn p, 
     lse_i = p.lse.head<const float>(b, h)[static_cast<int64_t>(i) * p.lse.ss];
   }
   delta_i = row8_sum(delta_i);
-  if (i < p.sq && sub == 0) p.delta[(static_cast<int64_t>(b) * p.heads + h) * p.sq + i] = delta_i;
 
   const T* kg = p.k.head<const T>(b, kvh);
   const T* vg = p.v.head<const T>(b, kvh);
   int lo, hi;
   key_range(p, m0, min(m0 + kTile, p.sq) - 1, lo, hi);
+  // n_i: the first pass over the key tiles sums the row's p as the second pass computes it.
+  float row_sum = 0.f;
+  const float lse_log2 = lse_i * kLog2e;
+  for (int j0 = lo / kTile * kTile; j0 < hi; j0 += kTile) {
+    __syncthreads();  // every thread is done with the previous k
+    load_rows_f32(s.ks, kg, p.k.ss, p.k.se, j0, p.sk, p.d);
+    __syncthreads();
+    float dot[4];
+    dot4(dot, s.qs, s.ks, p.d, a, sub);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float dcap;
+      const float sc = final_score<T>(p, dot[k], i, j0 + sub + 8 * k, dcap);
+      if (lse_i != -INFINITY) row_sum += exp2f(fmaf(sc, kLog2e, -lse_log2));
+    }
+  }
+  row_sum = row8_sum(row_sum);
+  const float norm_i = row_sum > 0.f ? 1.f / row_sum : 0.f;
+  if (i < p.sq && sub == 0) {
+    const int64_t r = (static_cast<int64_t>(b) * p.heads + h) * p.sq + i;
+    p.delta[r] = delta_i;
+    p.delta[static_cast<int64_t>(p.batch) * p.heads * p.sq + r] = norm_i;
+  }
   float dq[C / 8];
 #pragma unroll
   for (int c = 0; c < C / 8; ++c) dq[c] = 0.f;
@@ -88,7 +115,7 @@ __global__ void __launch_bounds__(kF32Threads) sdpa_bwd_dq_kernel(const Attn p, 
     load_rows_f32(s.ks, kg, p.k.ss, p.k.se, j0, p.sk, p.d);
     load_rows_f32(s.vs, vg, p.v.ss, p.v.se, j0, p.sk, p.dv);
     __syncthreads();
-    score_tile<T>(p, s, a, sub, i, j0, lse_i, delta_i);
+    score_tile<T>(p, s, a, sub, i, j0, lse_i, delta_i, norm_i);
     __syncwarp();  // row a's dS, written by its 8 threads of this warp
     for (int jj = 0; jj < kTile; ++jj) {
       const float dsj = s.ds[a * kScoreLd + jj];
@@ -128,6 +155,7 @@ __global__ void __launch_bounds__(kF32Threads) sdpa_bwd_dkv_kernel(const Attn p,
     const T* dog = p.dout.head<const T>(b, h);
     const float* lg = p.lse.head<const float>(b, h);
     const float* dg = p.delta + (static_cast<int64_t>(b) * p.heads + h) * p.sq;
+    const float* ng = dg + static_cast<int64_t>(p.batch) * p.heads * p.sq;
     for (int m0 = lo / kTile * kTile; m0 < hi; m0 += kTile) {
       __syncthreads();  // every thread is done with the previous q, do, P and dS (and k, v are loaded)
       load_rows_f32(s.qs, qg, p.q.ss, p.q.se, m0, p.sq, p.d);
@@ -136,9 +164,10 @@ __global__ void __launch_bounds__(kF32Threads) sdpa_bwd_dkv_kernel(const Attn p,
         const int i = m0 + threadIdx.x;
         s.lse[threadIdx.x] = i < p.sq ? lg[static_cast<int64_t>(i) * p.lse.ss] : -INFINITY;
         s.delta[threadIdx.x] = i < p.sq ? dg[i] : 0.f;
+        s.norm[threadIdx.x] = i < p.sq ? ng[i] : 0.f;
       }
       __syncthreads();
-      score_tile<T>(p, s, a, sub, m0 + a, j0, s.lse[a], s.delta[a]);
+      score_tile<T>(p, s, a, sub, m0 + a, j0, s.lse[a], s.delta[a], s.norm[a]);
       __syncthreads();  // key a reads column a of P and dS, written by every warp
       for (int r = 0; r < kTile; ++r) {
         const float pr = s.ps[r * kScoreLd + a], dsr = s.ds[r * kScoreLd + a];
