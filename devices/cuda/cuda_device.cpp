@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "devices/cuda/cuda_deferred.h"
+
 namespace dnnb {
 
 Status cuda_status(cudaError_t err, const char* call, const char* file, int line) {
@@ -89,7 +91,7 @@ Status CudaDevice::download(void* dst, const Buffer& src, size_t src_offset, siz
 Status CudaDevice::synchronize() {
   DNNB_TRY(activate());
   DNNB_CUDA_TRY(cudaStreamSynchronize(stream_));
-  return Status::ok();
+  return run_deferred_checks(*this);  // what launches left to report (cuda_deferred.h)
 }
 
 void CudaDevice::release(Buffer& buffer) noexcept {

@@ -9,9 +9,18 @@
 // stride, one access per element otherwise.
 //
 // An id outside [0, V) is never read through: the warp skips its row and atomicMin's the token
-// position into an 8-byte device flag (the implementation's workspace, set to all-ones before the
-// launch). run() copies the flag back and synchronises the stream, the one CUDA op that does, to
-// return bad_input naming the first bad position and its id, as the reference and torch do.
+// position into the first word of the 16-byte workspace (set to all-ones before the launch); a
+// one-thread kernel then puts that token's id in the second word, and both words are copied
+// asynchronously into a slot of a pinned host ring. The launch does not wait for any of it: a
+// check deferred to the device's next synchronize() (devices/cuda/cuda_deferred.h) reads the
+// slot and returns bad_input naming the first bad position and its id, as the reference returns
+// and as torch's device-side assert surfaces at its next synchronisation. The ring holds
+// kReportSlots pending reports; a launch that would reuse a slot still pending synchronises the
+// device first (once per kReportSlots launches without a synchronize, e.g. in bench).
+#include <map>
+#include <mutex>
+
+#include "devices/cuda/cuda_deferred.h"
 #include "kernels/cuda/copy_common.cuh"
 #include "suites/ops/layout_desc.h"
 
@@ -94,6 +103,29 @@ __global__ void __launch_bounds__(kCopyThreads) embedding_kernel(EmbeddingArgs a
   embedding_thread<E, Id, kVector>(a, blockIdx.x, threadIdx.x);
 }
 
+// report[1] = ids[report[0]] when a bad id was seen (report[0] is its position, else all-ones).
+template <typename Id>
+__global__ void embedding_bad_id_kernel(const void* ids, int64_t id_stride, unsigned long long* report) {
+  if (report[0] != kNoBadId)
+    report[1] = static_cast<unsigned long long>(
+        static_cast<int64_t>(static_cast<const Id*>(ids)[static_cast<int64_t>(report[0]) * id_stride]));
+}
+
+// The pinned host slots the reports are copied into: a ring per device, allocated once.
+inline constexpr size_t kReportSlots = 1024;
+struct ReportRing {
+  unsigned long long* slots = nullptr;  // kReportSlots x 2 words, cudaHostAlloc'd
+  size_t next = 0;
+};
+std::mutex& report_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<const CudaDevice*, ReportRing>& report_rings() {
+  static std::map<const CudaDevice*, ReportRing> rings;
+  return rings;
+}
+
 template <typename E, typename Id>
 void launch_embedding(bool vec, uint32_t blocks, cudaStream_t s, const EmbeddingArgs& a) {
   if (vec) {
@@ -123,8 +155,8 @@ Status run_embedding(OpCall& call) {
                              y.describe() + " do not match " + call.problem.to_string());
   if (y.strides[1] != 1) return Status::unsupported("cuda embedding writes unit-stride rows of y, got " + y.describe());
   const Tensor& ws = call.workspace;
-  if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < sizeof(unsigned long long))
-    return Status::error("cuda embedding: the 8-byte workspace for the bad-id flag is missing");
+  if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < 2 * sizeof(unsigned long long))
+    return Status::error("cuda embedding: the 16-byte workspace for the bad-id report is missing");
   auto* bad = data_ptr<unsigned long long>(ws);
   if (reinterpret_cast<uintptr_t>(bad) % alignof(unsigned long long) != 0)
     return Status::error("cuda embedding: the workspace is not 8-byte aligned");
@@ -166,22 +198,30 @@ Status run_embedding(OpCall& call) {
           : launch_embedding<uint16_t, int32_t>(vec, blocks, stream, a);
   }
   DNNB_CUDA_CHECK_LAUNCH();
-  unsigned long long first_bad = kNoBadId;
-  DNNB_CUDA_TRY(cudaMemcpyAsync(&first_bad, bad, sizeof(first_bad), cudaMemcpyDeviceToHost, stream));
-  DNNB_CUDA_TRY(cudaStreamSynchronize(stream));
-  if (first_bad == kNoBadId) return Status::ok();
-  // The id itself, for the message: one element of ids.
-  const size_t id_bytes = storage_bytes(ids.dtype, 1);
-  const char* id_at =
-      static_cast<const char*>(a.ids) + static_cast<int64_t>(first_bad) * a.id_stride * static_cast<int64_t>(id_bytes);
-  int64_t id64 = 0;
-  int32_t id32 = 0;
-  void* id_host = id_bytes == 8 ? static_cast<void*>(&id64) : static_cast<void*>(&id32);
-  DNNB_CUDA_TRY(cudaMemcpyAsync(id_host, id_at, id_bytes, cudaMemcpyDeviceToHost, stream));
-  DNNB_CUDA_TRY(cudaStreamSynchronize(stream));
-  const int64_t id = id_bytes == 8 ? id64 : id32;
-  return Status::bad_input("embedding: ids[" + std::to_string(first_bad) + "] = " + std::to_string(id) +
-                           " is outside the table's " + std::to_string(d->vocab) + " rows");
+  (ids64 ? embedding_bad_id_kernel<int64_t> : embedding_bad_id_kernel<int32_t>)<<<1, 1, 0, stream>>>(a.ids, a.id_stride, bad);
+  DNNB_CUDA_CHECK_LAUNCH();
+
+  // Where the report goes: the next slot of the ring, once no pending check still reads it.
+  if (deferred_check_count(**device) >= kReportSlots) DNNB_TRY(call.device.synchronize());
+  unsigned long long* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(report_mutex());
+    ReportRing& ring = report_rings()[*device];
+    if (!ring.slots) {
+      void* p = nullptr;
+      DNNB_CUDA_TRY(cudaHostAlloc(&p, kReportSlots * 2 * sizeof(unsigned long long), cudaHostAllocDefault));
+      ring.slots = static_cast<unsigned long long*>(p);
+    }
+    slot = ring.slots + 2 * (ring.next++ % kReportSlots);
+  }
+  DNNB_CUDA_TRY(cudaMemcpyAsync(slot, bad, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  defer_until_synchronize(**device, [slot, vocab = d->vocab]() -> Status {
+    if (slot[0] == kNoBadId) return Status::ok();
+    return Status::bad_input("embedding: ids[" + std::to_string(slot[0]) + "] = " +
+                             std::to_string(static_cast<int64_t>(slot[1])) + " is outside the table's " +
+                             std::to_string(vocab) + " rows");
+  });
+  return Status::ok();
 }
 
 // register_cuda, plus the 8-byte workspace for the bad-id flag.
@@ -199,7 +239,7 @@ bool register_embedding() {
   };
   impl.run = run_embedding;
   impl.workspace_bytes = [](const Problem&, const DeviceRuntime&) -> Result<size_t> {
-    return sizeof(unsigned long long);
+    return 2 * sizeof(unsigned long long);
   };
   return Registry::instance().add_implementation(std::move(impl));
 }
