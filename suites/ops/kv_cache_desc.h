@@ -12,8 +12,9 @@
 //   k_scale, v_scale [1] f32                 only for cache=f8_e4m3fn: stored = e4m3(x / scale)
 //   -> o [B, H, D] (problem dtype)
 // Storing a token: f32/f16/bf16 caches round the value to the cache dtype (nearest even);
-// f8_e4m3fn stores (x / scale) computed in f32, rounded to nearest even without saturation
-// (torch's .to(float8_e4m3fn): past 464 is NaN); q8_0 quantises each 32-value block of the row
+// f8_e4m3fn stores (x / scale) computed in f32, rounded as core/dtype.h f32_to_f8_e4m3fn does
+// (torch's .to(float8_e4m3fn): nearest even, past 464 saturated to 448; docs/numerics.md);
+// q8_0 quantises each 32-value block of the row
 // as ggml's quantize_row_q8_0_ref does (core/dtype.h quantize_row). Reading a position decodes
 // it exactly (e4m3 x scale, d x q); the new token is read back from the cache like every other
 // position, so attention sees its stored (rounded) value.
