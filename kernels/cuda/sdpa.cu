@@ -1,12 +1,17 @@
 // CUDA sdpa: o = softmax(scale q k^T [softcap] + mask) v and the row logsumexp (f32), with GQA,
 // top-left causal, sliding window, softcap and an additive mask (suites/ops/sdpa_desc.h).
-//   f16/bf16 with D in {64, 128, 256} and Dv in {32, 64, 128, 256}: the tensor-core kernel
+//   f16/bf16 on compute capability 9.0 with D = Dv in {64, 128, 256}, q, k, v that TMA can
+//     describe (16-byte aligned rows, unit element stride), scale > 0, no softcap and no mask:
+//     the Hopper kernel (sm90a/sdpa_wgmma.cu, FlashAttention 3's structure: TMA, wgmma, a
+//     producer and two consumer warpgroups). DNNB_CUDA_SDPA_WGMMA=0 turns it off.
+//   other f16/bf16 with D in {64, 128, 256} and Dv in {32, 64, 128, 256}: the tensor-core kernel
 //     (sdpa_mma.cuh, FlashAttention 2's schedule on mma.sync m16n8k16).
 //   f32, and other head dims up to 256: the f32-FMA kernel (sdpa_f32.cuh).
 // Scores, the softmax and the accumulation are f32; o is rounded once. Any strides (padded or
 // transposed operands take element loads instead of cp.async).
 #include "kernels/cuda/sdpa_f32.cuh"
 #include "kernels/cuda/sdpa_mma.cuh"
+#include "kernels/cuda/sm90a/sdpa_wgmma.h"
 #include "suites/ops/gemm_desc.h"
 
 namespace dnnb::cuda_kernels::sdpa {
@@ -90,6 +95,7 @@ Status run_sdpa(OpCall& call) {
   if (!lse) return lse.status();
   a->o = *o;
   a->lse = *lse;
+  if (t != DType::f32 && sdpa_wgmma_applies(**device, *a, t)) return launch_sdpa_wgmma(**device, *a, t);
   const bool mma = uses_mma(call.problem, a->d, a->dv);
   return dispatch_float(t, [&](auto tag) -> Status {
     using T = decltype(tag);

@@ -32,16 +32,12 @@
 // Accumulator fragment of m64nNk16 (PTX ISA): thread t of the warpgroup holds, for each 8-column
 // block j, (row 16 (t / 32) + (t % 32) / 4, columns 8j + 2 (t % 4) + {0, 1}) in d[4j], d[4j + 1]
 // and the same columns 8 rows lower in d[4j + 2], d[4j + 3].
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <type_traits>
 
 #include "kernels/cuda/gemm_mma.cuh"
+#include "kernels/cuda/sm90a/tma.cuh"
 #include "kernels/cuda/sm90a/wgmma.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -68,48 +64,6 @@ struct WgmmaArgs {
 };
 
 // ---------------------------------------------------------------------------------------------
-// PTX wrappers.
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-
-// Box (c0, c1, c2) of a 3-D tensor map into shared memory; completes bytes on `bar`.
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
-                                            uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-}
-template <int kRegs>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-}
-
-// ---------------------------------------------------------------------------------------------
 // The kernel: one 128 x 256 output tile of one batch per block.
 
 template <typename T, bool kBKMajor>
@@ -132,8 +86,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       mbar_init(full + 8 * s, 1);
       mbar_init(empty + 8 * s, kWgConsumers * 128);
     }
-    // The initialised barriers visible to the async proxy (the TMA's complete_tx).
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();
 
@@ -225,55 +178,14 @@ bool tma_batch_stride(int64_t stride, int64_t batch) { return batch == 1 || tma_
 bool b_is_k_major(const GemmCall& g) { return g.b_k == 1 && tma_stride(g.b_n); }
 bool b_is_n_major(const GemmCall& g) { return g.b_n == 1 && tma_stride(g.b_k); }
 
-// Compute capability 9.0 exactly: the sm_90a code runs nowhere else. Asked once per device.
-bool is_sm90(const CudaDevice& device) {
-  static std::mutex mutex;
-  static std::map<int, bool> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = known.find(device.ordinal()); it != known.end()) return it->second;
-  int major = 0, minor = 0;
-  const bool asked = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.ordinal()) == cudaSuccess &&
-                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.ordinal()) == cudaSuccess;
-  return known[device.ordinal()] = asked && major == 9 && minor == 0;
-}
-
-// The driver's cuTensorMapEncodeTiled, through the runtime (no link against libcuda).
-Result<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
-  static std::mutex mutex;
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (encode != nullptr) return encode;
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  DNNB_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || fn == nullptr)
-    return Status::error("cuda gemm: the driver has no cuTensorMapEncodeTiled");
-  encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  return encode;
-}
-
 // A 3-D tiled map of a 16-bit operand: dims (inner, outer, batch), strides in elements, boxes of
 // box_inner x box_outer x 1 in the 128-byte swizzle, zeros outside.
 Result<CUtensorMap> tensor_map(DType dtype, const void* base, int64_t inner, int64_t outer, int64_t batch,
                                int64_t outer_stride, int64_t batch_stride, uint32_t box_inner, uint32_t box_outer) {
-  auto encode = tensor_map_encoder();
-  if (!encode) return encode.status();
   if (batch == 1) batch_stride = outer * outer_stride;  // unused, but must be a valid stride
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
-                              static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(outer_stride) * 2, static_cast<cuuint64_t>(batch_stride) * 2};
-  const cuuint32_t box[3] = {box_inner, box_outer, 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  CUtensorMap map;
-  const CUresult r = (*encode)(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                               3, const_cast<void*>(base), dims, strides, box, element_strides,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return Status::error("cuda gemm: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                         ") for dims " + std::to_string(inner) + "x" + std::to_string(outer) + "x" + std::to_string(batch) +
-                         ", strides " + std::to_string(outer_stride) + "," + std::to_string(batch_stride));
-  return map;
+  const int64_t dims[3] = {inner, outer, batch}, strides[2] = {outer_stride, batch_stride};
+  const uint32_t box[3] = {box_inner, box_outer, 1};
+  return tensor_map_16bit(dtype, base, 3, dims, strides, box, "cuda gemm");
 }
 
 template <typename T, bool kBKMajor>

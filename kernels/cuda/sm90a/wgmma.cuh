@@ -1,8 +1,9 @@
 // PTX wrappers for the Hopper warpgroup MMA (wgmma.mma_async, PTX ISA "Asynchronous Warpgroup
 // Level Matrix Multiply-Accumulate"): the fence / commit / wait protocol, shared memory matrix
-// descriptors in the 128-byte swizzle, and m64n256k16 with f32 accumulation. sm_90a only: a
-// file that includes this is built for 90a-real (kernels/cuda/sm90a/CMakeLists.txt) and its
-// kernels guard their bodies with __CUDA_ARCH_FEAT_SM90_ALL.
+// descriptors in the 128-byte swizzle, and m64nNk16 (N in {64, 128, 256}) with f32 accumulation,
+// A from shared memory or from registers. sm_90a only: a file that includes this is built for
+// 90a-real (kernels/cuda/sm90a/CMakeLists.txt) and its kernels guard their bodies with
+// __CUDA_ARCH_FEAT_SM90_ALL.
 //
 // The protocol, per warpgroup (all 128 threads execute each of these, .sync.aligned):
 //   wgmma_fence() before the first wgmma, and between a register access to an accumulator and a
@@ -45,48 +46,142 @@ __device__ __forceinline__ uint64_t desc_n_major(uint32_t addr, uint32_t atom_by
   return desc_encode(addr) | (desc_encode(atom_bytes) << 16) | (desc_encode(1024) << 32) | (uint64_t{1} << 62);
 }
 
+// The accumulator fragment of m64nNk16 with f32 accumulation (PTX ISA, "Matrix Fragments for
+// wgmma.mma_async.m64nNk16"): thread t of the warpgroup (warp w = t / 32, g = (t % 32) / 4,
+// q = t % 4) holds d[4j], d[4j + 1] = rows 16w + g, columns 8j + 2q + {0, 1}, and d[4j + 2],
+// d[4j + 3] = the same columns of row 16w + g + 8, for j = 0 .. N/8 - 1: N/2 registers.
+// The A fragment of the register form (16-bit A, 4 registers of 2 elements, the lower k index in
+// the low half): a[0] = row 16w + g, k 2q + {0, 1}; a[1] = row 16w + g + 8, same k; a[2] = row
+// 16w + g, k 8 + 2q + {0, 1}; a[3] = row 16w + g + 8, k 8 + 2q + {0, 1}. So the accumulator
+// columns 16i .. 16i + 15 (d[8i .. 8i + 7]), rounded in pairs to 16 bits, are the A fragment of
+// k step i of a following product whose k runs over those columns (attention's P V).
+
+// The operand lists: "%0, %1, ..., %(n-1)" of n accumulator registers, and their "+f" bindings.
+#define DNNB_WGMMA_D32 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define DNNB_WGMMA_D64 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define DNNB_WGMMA_D128 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define DNNB_WGMMA_F8(i)                                                                                  \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define DNNB_WGMMA_F32(i) DNNB_WGMMA_F8(i), DNNB_WGMMA_F8(i + 8), DNNB_WGMMA_F8(i + 16), DNNB_WGMMA_F8(i + 24)
+#define DNNB_WGMMA_C32 DNNB_WGMMA_F32(0)
+#define DNNB_WGMMA_C64 DNNB_WGMMA_F32(0), DNNB_WGMMA_F32(32)
+#define DNNB_WGMMA_C128 DNNB_WGMMA_F32(0), DNNB_WGMMA_F32(32), DNNB_WGMMA_F32(64), DNNB_WGMMA_F32(96)
+
+// A and B from shared memory descriptors (imm-trans-a 0: A K-major), scale-d from a register:
+// operands (accumulators, a-desc, b-desc, imm-trans-b, scale-d) numbered by the caller.
+#define DNNB_WGMMA_SS_ASM(N, TYPE, REGS, DA, DB, TRANS_B, SCALE_D)                        \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE_D ", 0;\n"                                       \
+  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, " DA ", " DB \
+  ", p, 1, 1, 0, " TRANS_B ";\n}\n"
+// A from 4 registers, B from a shared memory descriptor.
+#define DNNB_WGMMA_RS_ASM(N, TYPE, REGS, A0, A1, A2, A3, DB, TRANS_B, SCALE_D)                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE_D ", 0;\n"                                                          \
+  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, {" A0 ", " A1 ", " A2 ", " A3 \
+  "}, " DB ", p, 1, 1, " TRANS_B ";\n}\n"
+
+// d (64 x N per warpgroup, f32; N/2 registers a thread) = A (64 x 16, K-major, descriptor da)
+// times B (16 x N, descriptor db: K-major when kTransB == 0, N-major when 1), plus d when
+// scale_d != 0 (0: d is overwritten, its old value unread). N in {64, 128, 256}.
+template <typename T, int N, int kTransB>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, uint32_t scale_d) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
+  static_assert(N == 64 || N == 128 || N == 256, "the shapes the kernels use");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (N == 64) {
+    if constexpr (kBf16)
+      asm volatile(DNNB_WGMMA_SS_ASM(64, "bf16", DNNB_WGMMA_D32, "%32", "%33", "%34", "%35")
+                   : DNNB_WGMMA_C32 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(DNNB_WGMMA_SS_ASM(64, "f16", DNNB_WGMMA_D32, "%32", "%33", "%34", "%35")
+                   : DNNB_WGMMA_C32 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+  } else if constexpr (N == 128) {
+    if constexpr (kBf16)
+      asm volatile(DNNB_WGMMA_SS_ASM(128, "bf16", DNNB_WGMMA_D64, "%64", "%65", "%66", "%67")
+                   : DNNB_WGMMA_C64 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(DNNB_WGMMA_SS_ASM(128, "f16", DNNB_WGMMA_D64, "%64", "%65", "%66", "%67")
+                   : DNNB_WGMMA_C64 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+  } else {
+    if constexpr (kBf16)
+      asm volatile(DNNB_WGMMA_SS_ASM(256, "bf16", DNNB_WGMMA_D128, "%128", "%129", "%130", "%131")
+                   : DNNB_WGMMA_C128 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(DNNB_WGMMA_SS_ASM(256, "f16", DNNB_WGMMA_D128, "%128", "%129", "%130", "%131")
+                   : DNNB_WGMMA_C128 : "l"(da), "l"(db), "n"(kTransB), "r"(scale_d));
+  }
+}
+
+// d (64 x N, f32) = A (64 x 16, 16-bit, from registers: the fragment above) times B (16 x N,
+// descriptor db, K-major when kTransB == 0, N-major when 1), plus d when scale_d != 0. The
+// registers of a and d may not be written until a wgmma_wait has seen this wgmma complete.
+template <typename T, int N, int kTransB>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, uint32_t scale_d) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
+  static_assert(N == 64 || N == 128 || N == 256, "the shapes the kernels use");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  if constexpr (N == 64) {
+    if constexpr (kBf16)
+      asm volatile(DNNB_WGMMA_RS_ASM(64, "bf16", DNNB_WGMMA_D32, "%32", "%33", "%34", "%35", "%36", "%37", "%38")
+                   : DNNB_WGMMA_C32
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(DNNB_WGMMA_RS_ASM(64, "f16", DNNB_WGMMA_D32, "%32", "%33", "%34", "%35", "%36", "%37", "%38")
+                   : DNNB_WGMMA_C32
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+  } else if constexpr (N == 128) {
+    if constexpr (kBf16)
+      asm volatile(DNNB_WGMMA_RS_ASM(128, "bf16", DNNB_WGMMA_D64, "%64", "%65", "%66", "%67", "%68", "%69", "%70")
+                   : DNNB_WGMMA_C64
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(DNNB_WGMMA_RS_ASM(128, "f16", DNNB_WGMMA_D64, "%64", "%65", "%66", "%67", "%68", "%69", "%70")
+                   : DNNB_WGMMA_C64
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+  } else {
+    if constexpr (kBf16)
+      asm volatile(
+          DNNB_WGMMA_RS_ASM(256, "bf16", DNNB_WGMMA_D128, "%128", "%129", "%130", "%131", "%132", "%133", "%134")
+          : DNNB_WGMMA_C128
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+    else
+      asm volatile(
+          DNNB_WGMMA_RS_ASM(256, "f16", DNNB_WGMMA_D128, "%128", "%129", "%130", "%131", "%132", "%133", "%134")
+          : DNNB_WGMMA_C128
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(kTransB), "r"(scale_d));
+  }
+}
+
+#undef DNNB_WGMMA_SS_ASM
+#undef DNNB_WGMMA_RS_ASM
+#undef DNNB_WGMMA_C32
+#undef DNNB_WGMMA_C64
+#undef DNNB_WGMMA_C128
+#undef DNNB_WGMMA_F32
+#undef DNNB_WGMMA_F8
+#undef DNNB_WGMMA_D32
+#undef DNNB_WGMMA_D64
+#undef DNNB_WGMMA_D128
+
 // d (64 x 256 per warpgroup, f32) += A (64 x 16, K-major, descriptor da) times B (16 x 256,
-// descriptor db: K-major when kTransB == 0, N-major when 1). scale-d = 1: accumulate.
+// descriptor db: K-major when kTransB == 0, N-major when 1).
 template <typename T, int kTransB>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
-  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit inputs");
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-#define DNNB_WGMMA_256(TYPE)                                                                  \
-  asm volatile(                                                                               \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %131, 0;\n"                                              \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                          \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63," \
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-      "}, %128, %129, p, 1, 1, 0, %130;\n}\n"                                                    \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-      : "l"(da), "l"(db), "n"(kTransB), "r"(1))
-  if constexpr (kBf16) {
-    DNNB_WGMMA_256("bf16");
-  } else {
-    DNNB_WGMMA_256("f16");
-  }
-#undef DNNB_WGMMA_256
+  wgmma_ss<T, 256, kTransB>(d, da, db, 1u);
 }
 
 }  // namespace dnnb::cuda_kernels

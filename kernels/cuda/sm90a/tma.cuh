@@ -1,0 +1,87 @@
+// What the Hopper (sm_90a) kernels share besides wgmma (wgmma.cuh): mbarriers, TMA tile loads,
+// setmaxnreg (device side), and on the host the compute capability test and tensor maps of
+// 16-bit operands (tma.cu). The device wrappers are PTX of the "Parallel Synchronization and
+// Communication Instructions: mbarrier" and "cp.async.bulk.tensor" sections of the PTX ISA.
+//
+// An mbarrier here is 8 bytes of shared memory, addressed by its shared-window address (a
+// uint32_t). Its phase completes when the expected arrivals have arrived and, with expect_tx,
+// the transaction bytes of the TMA copies that name it have landed; mbar_wait(bar, parity)
+// returns once the phase of that parity has completed (phase 0 first, then 1, 0, ...).
+#pragma once
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace dnnb::cuda_kernels {
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// After the barriers of a block are initialised (one thread), before any thread or TMA uses
+// them: the initialisation made visible to the async proxy (the TMA's complete_tx).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+// Box (c0, c1, c2) of a 3-D tensor map into shared memory; completes bytes on `bar`.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
+          "r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+// Box (c0, c1, c2, c3) of a 4-D tensor map into shared memory; completes bytes on `bar`.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+
+// Warpgroup-wide register budget changes (all 128 threads of the warpgroup execute them).
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side (tma.cu).
+
+// Compute capability 9.0 exactly: the sm_90a code runs nowhere else. Asked once per device.
+bool is_sm90(const CudaDevice& device);
+
+// A tiled tensor map of a 16-bit operand (f16 or bf16) in the 128-byte swizzle, zeros outside:
+// `rank` dims (2 to 5), dims[0] the contiguous one; strides in elements of dims 1 .. rank - 1
+// (each a positive multiple of 8: 16 bytes); boxes of box[0] x ... elements (box[0] * 2 <= 128).
+// `what` names the caller in the error message.
+Result<CUtensorMap> tensor_map_16bit(DType dtype, const void* base, int rank, const int64_t* dims,
+                                     const int64_t* strides, const uint32_t* box, const char* what);
+
+}  // namespace dnnb::cuda_kernels
