@@ -178,5 +178,58 @@ TEST(CastKernels, EveryPairBitExactOnEveryBackend) {
   testing::print_skipped(skipped);
 }
 
+// Contiguous views that start off a 16-byte boundary (x 3 elements in, y 5) and end in a partial
+// step: the kernels' unaligned paths, heads and tails. Elements past the views must stay as they
+// were.
+TEST(CastKernels, OddOffsetsBitExact) {
+  const OpSpec* spec = Registry::instance().find_op("cast");
+  ASSERT_NE(spec, nullptr);
+  constexpr int64_t kN = 1000, kXOffset = 3, kYOffset = 5, kSpare = 40;
+  std::vector<std::string> skipped;
+  for (DType from : ops::cast_dtypes())
+    for (DType to : ops::cast_dtypes()) {
+      const std::string text = std::string("cast:") + dtype_name(from) + ":" + std::to_string(kN) +
+                               (from == to ? "" : std::string(":y.dt=") + dtype_name(to));
+      SCOPED_TRACE(text);
+      auto problem = Problem::parse(text);
+      ASSERT_TRUE(problem.is_ok());
+      auto sig = spec->signature(*problem);
+      ASSERT_TRUE(sig.is_ok()) << sig.status().message;
+      auto inputs = make_random_inputs(*spec, *problem, *sig);
+      ASSERT_TRUE(inputs.is_ok());
+      const Tensor& host_x = (*inputs)[0];
+      // A y buffer of a recognisable byte outside the view.
+      auto host_y = empty_tensor(scratch_host(), to, {kN + kSpare});
+      ASSERT_TRUE(host_y.is_ok());
+      std::memset(host_y->host_data(), 0x5A, storage_bytes(to, kN + kSpare));
+      for (const auto& r : testing::runners(*problem, skipped)) {
+        SCOPED_TRACE(r.label);
+        auto xbuf = empty_tensor(*r.device, from, {kN + kSpare});
+        auto ybuf = empty_tensor(*r.device, to, {kN + kSpare});
+        ASSERT_TRUE(xbuf.is_ok() && ybuf.is_ok());
+        ASSERT_TRUE(copy_tensor(*ybuf, *host_y).is_ok());
+        auto x = xbuf->slice(0, kXOffset, kN);
+        auto y = ybuf->slice(0, kYOffset, kN);
+        ASSERT_TRUE(x.is_ok() && y.is_ok());
+        ASSERT_TRUE(copy_tensor(*x, host_x).is_ok());
+        OpCall call{*problem, *r.device, {*x}, {*y}, Tensor{}};
+        Status s = r.impl->run(call);
+        if (s.is_ok()) s = r.device->synchronize();
+        ASSERT_TRUE(s.is_ok()) << s.message;
+        auto whole = to_host(*ybuf);
+        ASSERT_TRUE(whole.is_ok());
+        const auto* bytes = static_cast<const uint8_t*>(whole->host_data());
+        const size_t size = dtype_size(to);
+        expect_casts(from, to, host_x.host_data(), bytes + kYOffset * size, kN, r.impl->backend == "reference",
+                     text + "@" + r.label);
+        for (int64_t i = 0; i < kN + kSpare; ++i) {
+          if (i >= kYOffset && i < kYOffset + kN) continue;
+          for (size_t b = 0; b < size; ++b) ASSERT_EQ(bytes[i * size + b], 0x5A) << "element " << i << " written";
+        }
+      }
+    }
+  testing::print_skipped(skipped);
+}
+
 }  // namespace
 }  // namespace dnnb
