@@ -195,25 +195,19 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint4& w_lo, const
   gemm::mma_16816<T>(d, a1, x.z, x.w);
 }
 
-// Block i: rows [16 kRT i, 16 kRT (i + 1)) of y for every vector: kRT A tiles of 16 rows that
-// share each B fragment (the vectors' 16-byte loads), kNT B tiles of 8 vectors (1 or 2).
-template <typename T, int kNT, int kRT>
+// Block i: rows [16 i, 16 i + 16) of y for every vector. kNT B tiles of 8 vectors (1 or 2).
+template <typename T, int kNT>
 __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p) {
   constexpr int U = kMmaUnroll;
-  __shared__ __align__(16) float part[kMmaWarps][kRT][kNT][32][4];
+  __shared__ __align__(16) float part[kMmaWarps][kNT][32][4];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * kMmaRows * kRT;
+  const int row0 = blockIdx.x * kMmaRows;
   const T* w = static_cast<const T*>(p.w);
   const T* x = static_cast<const T*>(p.x);
   // Rows past N repeat the last row; their sums are never stored.
-  const T* w_lo[kRT];
-  const T* w_hi[kRT];
-#pragma unroll
-  for (int rt = 0; rt < kRT; ++rt) {
-    w_lo[rt] = w + static_cast<int64_t>(min(row0 + rt * kMmaRows + g, p.n - 1)) * p.w_n;
-    w_hi[rt] = w + static_cast<int64_t>(min(row0 + rt * kMmaRows + g + 8, p.n - 1)) * p.w_n;
-  }
+  const T* w_lo = w + static_cast<int64_t>(min(row0 + g, p.n - 1)) * p.w_n;
+  const T* w_hi = w + static_cast<int64_t>(min(row0 + g + 8, p.n - 1)) * p.w_n;
   const T* xr[kNT];
   bool x_on[kNT];  // vector nt * 8 + g exists; absent vectors are zero columns of B
 #pragma unroll
@@ -222,27 +216,22 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
     x_on[nt] = b < p.batch;
     xr[nt] = x + static_cast<int64_t>(min(b, p.batch - 1)) * p.x_b;
   }
-  float acc[kRT][kNT][4];
+  float acc[kNT][4];
 #pragma unroll
-  for (int rt = 0; rt < kRT; ++rt)
+  for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[rt][nt][c] = 0.f;
+    for (int c = 0; c < 4; ++c) acc[nt][c] = 0.f;
 
   const int steps = (p.k + kStepK - 1) / kStepK;
   const int whole = p.w_vec && p.x_vec ? p.k / kStepK : 0;  // steps of unconditional 16-byte loads
   int s = warp;
   for (; s + (U - 1) * kMmaWarps < whole; s += U * kMmaWarps) {
-    uint4 a_lo[U][kRT], a_hi[U][kRT], b[U][kNT];
+    uint4 a_lo[U], a_hi[U], b[U][kNT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int k = (s + u * kMmaWarps) * kStepK + t * 8;
-#pragma unroll
-      for (int rt = 0; rt < kRT; ++rt) {
-        a_lo[u][rt] = load_stream16(w_lo[rt] + k);
-        a_hi[u][rt] = load_stream16(w_hi[rt] + k);
-      }
+      a_lo[u] = load_stream16(w_lo + k);
+      a_hi[u] = load_stream16(w_hi + k);
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
         b[u][nt] = x_on[nt] ? __ldg(reinterpret_cast<const uint4*>(xr[nt] + k)) : make_uint4(0, 0, 0, 0);
@@ -250,40 +239,31 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int rt = 0; rt < kRT; ++rt)
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[rt][nt], a_lo[u][rt], a_hi[u][rt], b[u][nt]);
+      for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[nt], a_lo[u], a_hi[u], b[u][nt]);
   }
   for (; s < steps; s += kMmaWarps) {  // the rest: fewer than U steps per warp, or strided/partial
     const int k = s * kStepK + t * 8;
-    uint4 b[kNT];
+    const uint4 a_lo = load8<T, true>(w_lo, p.w_k, p.w_vec, k, p.k);
+    const uint4 a_hi = load8<T, true>(w_hi, p.w_k, p.w_vec, k, p.k);
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-      b[nt] = x_on[nt] ? load8<T, false>(xr[nt], p.x_k, p.x_vec, k, p.k) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int rt = 0; rt < kRT; ++rt) {
-      const uint4 a_lo = load8<T, true>(w_lo[rt], p.w_k, p.w_vec, k, p.k);
-      const uint4 a_hi = load8<T, true>(w_hi[rt], p.w_k, p.w_vec, k, p.k);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[rt][nt], a_lo, a_hi, b[nt]);
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint4 b = x_on[nt] ? load8<T, false>(xr[nt], p.x_k, p.x_vec, k, p.k) : make_uint4(0, 0, 0, 0);
+      mma_step<T>(acc[nt], a_lo, a_hi, b);
     }
   }
 
-  // The warps' sums, added in warp order. Accumulator c of lane (g, t) in A tile rt and B tile
-  // nt is row 16 rt + g + 8 (c / 2) and vector nt * 8 + 2 t + c % 2.
+  // The warps' sums, added in warp order. Accumulator c of lane (g, t) in B tile nt is row
+  // g + 8 (c / 2) and vector nt * 8 + 2 t + c % 2.
 #pragma unroll
-  for (int rt = 0; rt < kRT; ++rt)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-      *reinterpret_cast<float4*>(part[warp][rt][nt][lane]) =
-          make_float4(acc[rt][nt][0], acc[rt][nt][1], acc[rt][nt][2], acc[rt][nt][3]);
+  for (int nt = 0; nt < kNT; ++nt)
+    *reinterpret_cast<float4*>(part[warp][nt][lane]) = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
   __syncthreads();
-  for (int i = threadIdx.x; i < kRT * kNT * 128; i += kMmaThreads) {
-    const int rt = i / (kNT * 128), nt = (i / 128) % kNT, l = (i / 4) % 32, c = i % 4;
+  for (int i = threadIdx.x; i < kNT * 128; i += kMmaThreads) {
+    const int nt = i / 128, l = (i / 4) % 32, c = i % 4;
     float v = 0.f;
 #pragma unroll
-    for (int wi = 0; wi < kMmaWarps; ++wi) v += part[wi][rt][nt][l][c];
-    const int n = row0 + rt * kMmaRows + (l >> 2) + (c >> 1) * 8, b = nt * 8 + (l & 3) * 2 + (c & 1);
+    for (int wi = 0; wi < kMmaWarps; ++wi) v += part[wi][nt][l][c];
+    const int n = row0 + (l >> 2) + (c >> 1) * 8, b = nt * 8 + (l & 3) * 2 + (c & 1);
     if (n < p.n && b < p.batch) {
       const int64_t at = b * p.y_b + n;
       if (p.out_f32)
@@ -294,22 +274,13 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
   }
 }
 
-template <typename T, int kNT, int kRT>
-Status launch_gemv_mma_tiles(const CudaDevice& device, const GemvArgs& p) {
-  const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows) * kRT);
-  gemv_mma_kernel<T, kNT, kRT><<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
-  DNNB_CUDA_CHECK_LAUNCH();
-  return Status::ok();
-}
-
-// Two A tiles per block (32 rows) halve the L2 reads of the vectors, which every block reads
-// whole, wherever that still leaves at least two blocks per SM.
 template <typename T, int kNT>
 Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   if (p.n == 0) return Status::ok();  // no rows: nothing to launch (an empty grid is an error)
-  static const char* ab = std::getenv("DNNB_GEMV_ROWS");  // temporary A/B switch
-  const bool two = ab ? std::atoi(ab) == 32 : ceil_div(static_cast<int64_t>(p.n), int64_t{2 * kMmaRows}) >= 2 * device.sm_count();
-  return two ? launch_gemv_mma_tiles<T, kNT, 2>(device, p) : launch_gemv_mma_tiles<T, kNT, 1>(device, p);
+  const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows));
+  gemv_mma_kernel<T, kNT><<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
 }
 
 Status run_gemv(OpCall& call) {
