@@ -27,8 +27,8 @@ Result<DType> cast_target(const Problem& problem);
 // overflow starts) with both of its f32 neighbours; every 4th finite value of a 16-bit target,
 // every one of an 8-bit target; every f32 exponent field (subnormals, Inf, NaN) with 12
 // mantissas; +-0, +-Inf, quiet and signalling NaNs; each with both signs. About 218,000
-// values for bf16, 212,000 for f16, 1,500 plus the 6,200 of the exponent sweep for the 8-bit
-// formats. For target f32 (a copy) the sweep and the specials only.
+// values for bf16, 212,000 for f16, 7,200 for the 8-bit formats (6,156 of them the sweep and the
+// specials). For target f32 (a copy) the sweep and the specials only.
 std::vector<uint32_t> cast_f32_edges(DType target);
 
 // The random case's x (docs/ops-family4.md, "Random inputs"): an 8- or 16-bit source holds
