@@ -46,6 +46,7 @@ Result<Signature> kv_cache_signature(const Problem& p) {
     sig.inputs.push_back(ops::tensor_spec("v_scale", DType::f32, {1}));
   }
   sig.outputs = {ops::tensor_spec("o", p.dtype, ops::kv_cache_q_shape(*d))};
+  DNNB_TRY(ops::apply_layout(p, sig.inputs[0]));  // q, read through its strides
   return sig;
 }
 
@@ -104,17 +105,20 @@ OpSpec make_kv_cache_spec() {
                              "F.scaled_dot_product_attention(q[b, :, None], k_cache[b, :, :pos[b]+1], "
                              "v_cache[b, :, :pos[b]+1], enable_gqa=True)",
                              ops::float_dtypes(), ToleranceClass::attention);
-  for (const char* cache : {"", ",cache=f16", ",cache=bf16", ",cache=f8_e4m3fn", ",cache=q8_0"})
-    spec.check_problems.push_back(std::string("3x4x40x64:kv=2") + cache);  // ragged: 38, 19 and 1 positions
+  // Parameters in sorted order (a problem's text round-trips).
+  for (const char* cache : {"", "cache=f16,", "cache=bf16,", "cache=f8_e4m3fn,", "cache=q8_0,"})
+    spec.check_problems.push_back(std::string("3x4x40x64:") + cache + "kv=2");  // ragged: 38, 19 and 1 positions
   for (const char* cache : {"bf16", "f8_e4m3fn", "q8_0"})
-    spec.check_problems.push_back(std::string("2x8x300x128:kv=1,steps=2,cache=") + cache);  // MQA
-  spec.check_problems.push_back("4x8x1100x128:kv=2,cache=f16,lens=full,steps=2");  // past one split of keys
-  spec.check_problems.push_back("2x4x50x256:kv=4,cache=bf16,scale=0.1");           // head dim 256
-  spec.check_problems.push_back("5x4x17x96:kv=1,cache=q8_0");                      // 3 blocks a row
+    spec.check_problems.push_back(std::string("2x8x300x128:cache=") + cache + ",kv=1,steps=2");  // MQA
+  spec.check_problems.push_back("4x8x1100x128:cache=f16,kv=2,lens=full,steps=2");  // past one split of keys
+  spec.check_problems.push_back("2x4x50x256:cache=bf16,kv=4,scale=0.1");           // head dim 256
+  spec.check_problems.push_back("5x4x17x96:cache=q8_0,kv=1");                      // 3 blocks a row
+  spec.check_problems.push_back("2x4x24x64:cache=bf16,kv=2,layout=padded");        // q's rows padded
+  spec.check_problems.push_back("2x4x24x64:kv=2,layout=transposed");               // q [B, D, H] in memory
   // Decode as served (Llama 3 8B's 32 query and 8 kv heads, D 128), full contexts.
   for (const char* cache : {"bf16", "f8_e4m3fn", "q8_0"}) {
-    spec.bench_problems.push_back(ProblemText(std::string("16x32x32768x128:kv=8,lens=full,steps=1,cache=") + cache, {DType::bf16}));
-    spec.bench_problems.push_back(ProblemText(std::string("64x32x4096x128:kv=8,lens=full,steps=1,cache=") + cache, {DType::bf16}));
+    spec.bench_problems.push_back(ProblemText(std::string("16x32x32768x128:cache=") + cache + ",kv=8,lens=full,steps=1", {DType::bf16}));
+    spec.bench_problems.push_back(ProblemText(std::string("64x32x4096x128:cache=") + cache + ",kv=8,lens=full,steps=1", {DType::bf16}));
   }
   spec.signature = kv_cache_signature;
   spec.fill_inputs = fill_kv_cache_inputs;
