@@ -11,7 +11,8 @@ Result<Signature> sdpa_signature(const Problem& problem, bool backward);
 
 // q, k, v, do normal(0,1); the mask: normal(0,1) scores offsets with about one key in eleven at
 // -inf and query row 1 entirely -inf (the fully masked row: o = 0); the backward's o and lse
-// from the float64 forward, rounded to their dtypes as a forward kernel would store them.
+// from the float64 forward, rounded to their dtypes as a forward kernel would store them (above
+// the reference's FLOP limit, bench sizes only: stand-ins of the same scale, sdpa_common.cpp).
 Status fill_sdpa_inputs(const Problem& problem, std::vector<Tensor>& inputs, Rng& rng);
 
 // Check and bench problems of both ops.
