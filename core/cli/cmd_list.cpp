@@ -156,12 +156,19 @@ int run_list(bool json, bool variants, const std::string& catalogue_path) {
     for (const auto& b : backends()) {
       const Implementation* impl = default_of(op.name, b.name);
       std::string cell = impl ? dtypes_text(impl->dtypes) : "-";
-      if (int alt = alternatives_of(op.name, b.name); alt > 0) cell += " +" + std::to_string(alt);
+      const int alt = alternatives_of(op.name, b.name);
+      const std::string alt_text = alt > 0 ? " +" + std::to_string(alt) : "";
+      // A cell too narrow for every dtype name (casts between five formats) gives the count;
+      // `list --json` names them.
+      if (impl && static_cast<int>(cell.size() + alt_text.size()) > kCellWidth)
+        cell = std::to_string(impl->dtypes.size()) + " dtypes";
+      cell += alt_text;
       std::printf(" %-*s", kCellWidth, cell.c_str());
     }
     std::printf("\n");
   }
-  std::printf("\nCells: the default's dtypes; +N: N alternatives (`dnnblocks list --variants`); -: none.\n");
+  std::printf("\nCells: the default's dtypes (their count where the names do not fit); +N: N alternatives\n"
+              "(`dnnblocks list --variants`); -: none.\n");
   for (const auto& b : backends())
     if (!built.count(b.name)) std::printf("%s: no implementation in this build\n", b.name.c_str());
   std::printf("%zu ops registered, %zu implementations; the catalogue has %d ops\n", reg.ops().size(),
