@@ -7,28 +7,20 @@
 #include <cstdint>
 
 #include "reference/access.h"
+#include "reference/reference.h"
 #include "suites/ops/cast_desc.h"
 
 namespace dnnb::reference {
 
 Status cast(const Problem& problem, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-  DNNB_TRY(expect_arity(inputs, 1, outputs, 1, "cast"));
   auto target = ops::cast_target(problem);
   if (!target) return target.status();
-  auto x = Rows::of(inputs[0], "x");
-  if (!x) return x.status();
-  auto y = f64_output(outputs[0], inputs[0].shape, "y");
-  if (!y) return y.status();
-  for (int64_t r = 0; r < x->rows(); ++r) {
-    const RowView row = x->row(r);
-    double* out = *y + r * x->cols();
-    for (int64_t c = 0; c < x->cols(); ++c) {
-      uint32_t slot = 0;  // one element of the target
-      store_element(&slot, *target, 0, row[c]);
-      out[c] = load_element(&slot, *target, 0);
-    }
-  }
-  return Status::ok();
+  // Each value stored into one element of the target and read back: the core's conversion.
+  return map_elements(inputs, outputs, [dtype = *target](double x) {
+    uint32_t slot = 0;  // one element of the target
+    store_element(&slot, dtype, 0, x);
+    return load_element(&slot, dtype, 0);
+  }, "cast");
 }
 
 }  // namespace dnnb::reference

@@ -3,6 +3,7 @@
 // clarity, and writes contiguous f64 outputs shaped as the op's signature says. Inputs and
 // outputs come in signature order.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "core/problem.h"
@@ -14,7 +15,9 @@ namespace dnnb::reference {
 using Inputs = std::vector<Tensor>;
 using Outputs = std::vector<Tensor>;
 
-// unary.cpp: x -> y elementwise.
+// unary.cpp: x -> y elementwise, y[i] = f(x[i]) (y contiguous with x's logical shape); `op`
+// names the op in arity errors. The ops below, and cast (reference/cast.cpp), are calls of it.
+Status map_elements(const Inputs& inputs, Outputs& outputs, const std::function<double(double)>& f, const char* op);
 Status relu(const Problem& problem, const Inputs& inputs, Outputs& outputs);
 Status sigmoid(const Problem& problem, const Inputs& inputs, Outputs& outputs);
 Status tanh(const Problem& problem, const Inputs& inputs, Outputs& outputs);

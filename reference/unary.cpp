@@ -20,8 +20,10 @@ double gelu_tanh_of(double x) {
   return 0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
 }
 
-// y[i] = f(x[i]); y is contiguous with x's logical shape, so row r of x is row r of y.
-Status map_elements(const Inputs& inputs, Outputs& outputs, double (*f)(double), const char* op) {
+}  // namespace
+
+// y is contiguous with x's logical shape, so row r of x is row r of y.
+Status map_elements(const Inputs& inputs, Outputs& outputs, const std::function<double(double)>& f, const char* op) {
   DNNB_TRY(expect_arity(inputs, 1, outputs, 1, op));
   auto x = Rows::of(inputs[0], "x");
   if (!x) return x.status();
@@ -34,8 +36,6 @@ Status map_elements(const Inputs& inputs, Outputs& outputs, double (*f)(double),
   }
   return Status::ok();
 }
-
-}  // namespace
 
 Status relu(const Problem&, const Inputs& in, Outputs& out) { return map_elements(in, out, relu_of, "relu"); }
 Status sigmoid(const Problem&, const Inputs& in, Outputs& out) { return map_elements(in, out, sigmoid_of, "sigmoid"); }

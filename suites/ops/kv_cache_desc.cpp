@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/dtype.h"
+#include "suites/ops/op_common.h"
 
 namespace dnnb::ops {
 
@@ -30,11 +31,7 @@ const std::vector<DType>& kv_cache_dtypes() {
 }
 
 Result<KvCacheDesc> kv_cache_desc(const Problem& p) {
-  if (p.shape.size() != 4)
-    return Status::bad_input(p.op + ": shape " + shape_to_string(p.shape) +
-                             " is not BxHxCxD (sequences, query heads, cache capacity, head dim)");
-  for (int64_t s : p.shape)
-    if (s < 1) return Status::bad_input(p.op + ": shape " + shape_to_string(p.shape) + " has an empty dim");
+  DNNB_TRY(expect_shape(p, 4, "BxHxCxD (sequences, query heads, cache capacity, head dim)"));
   KvCacheDesc d;
   d.batch = p.shape[0];
   d.heads = p.shape[1];

@@ -20,6 +20,14 @@ const std::vector<std::string>& common_param_keys() {
   return keys;
 }
 
+Status expect_shape(const Problem& problem, size_t rank, const std::string& form) {
+  if (problem.shape.size() != rank)
+    return Status::bad_input(problem.op + ": shape " + shape_to_string(problem.shape) + " is not " + form);
+  for (int64_t d : problem.shape)
+    if (d < 1) return Status::bad_input(problem.op + ": shape " + shape_to_string(problem.shape) + " has an empty dim");
+  return Status::ok();
+}
+
 Status check_problem(const Problem& problem, const std::vector<DType>& dtypes,
                      const std::vector<std::string>& op_keys, size_t min_rank) {
   const std::string& op = problem.op;

@@ -22,6 +22,10 @@ const std::vector<std::string>& common_param_keys();  // layout, fixture, seed
 Status check_problem(const Problem& problem, const std::vector<DType>& dtypes,
                      const std::vector<std::string>& op_keys, size_t min_rank = 1);
 
+// A typed descriptor's shape check: exactly `rank` dims, none empty; bad_input naming the op and
+// `form` ("BxHxSxD (batch, heads, length, head dim)") otherwise.
+Status expect_shape(const Problem& problem, size_t rank, const std::string& form);
+
 // The `layout` parameter, applied to the first input's spec: transposed stores the last two
 // dims swapped (needs >= 2 dims), padded pads each row by 3 elements.
 Status apply_layout(const Problem& problem, TensorSpec& first_input);

@@ -15,15 +15,12 @@ const std::vector<std::string>& rope_param_keys() {
 
 Result<RopeDesc> rope_desc(const Problem& problem) {
   const std::string& op = problem.op;
-  if (problem.shape.size() != 4)
-    return Status::bad_input(op + ": shape " + shape_to_string(problem.shape) + " is not BxHxSxD");
+  DNNB_TRY(expect_shape(problem, 4, "BxHxSxD"));
   RopeDesc d;
   d.batch = problem.shape[0];
   d.heads = problem.shape[1];
   d.seq = problem.shape[2];
   d.dim = problem.shape[3];
-  for (int64_t n : problem.shape)
-    if (n < 1) return Status::bad_input(op + ": shape " + shape_to_string(problem.shape) + " has an empty dim");
 
   auto theta = problem.get_double("theta", 10000.0);
   if (!theta) return Status::bad_input(op + ": " + theta.status().message);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "suites/ops/op_common.h"
+
 namespace dnnb::ops {
 namespace {
 
@@ -38,10 +40,7 @@ const std::vector<std::string>& sdpa_param_keys() {
 }
 
 Result<SdpaDesc> sdpa_desc(const Problem& p) {
-  if (p.shape.size() != 4)
-    return Status::bad_input(p.op + ": shape " + shape_to_string(p.shape) + " is not BxHxSxD (batch, heads, query length, head dim)");
-  for (int64_t s : p.shape)
-    if (s < 1) return Status::bad_input(p.op + ": shape " + shape_to_string(p.shape) + " has an empty dim");
+  DNNB_TRY(expect_shape(p, 4, "BxHxSxD (batch, heads, query length, head dim)"));
   SdpaDesc d;
   d.batch = p.shape[0];
   d.heads = p.shape[1];
