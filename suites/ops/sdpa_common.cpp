@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/host_device.h"
 #include "reference/sdpa.h"
@@ -39,13 +40,14 @@ namespace {
 // exp(s - lse) stays in range and the kernels do the work of a real backward.
 Status fill_standin_forward(const SdpaDesc& d, Tensor& o, Tensor& lse, Rng& rng) {
   for (int64_t i = 0; i < o.numel(); ++i) store_element(o.host_data(), o.dtype, i, rng.normal());
-  for (int64_t r = 0; r < lse.numel(); ++r) {
-    const int64_t i = r % d.sq;
+  // The value depends on the query row alone: once per row, then every (batch, head).
+  std::vector<double> row_lse(d.sq);
+  for (int64_t i = 0; i < d.sq; ++i) {
     int64_t visible = 0;
     for (int64_t j = 0; j < d.sk; ++j) visible += d.visible(i, j) ? 1 : 0;
-    const double value = visible > 0 ? std::log(static_cast<double>(visible)) + 0.5 : -std::numeric_limits<double>::infinity();
-    store_element(lse.host_data(), lse.dtype, r, value);
+    row_lse[i] = visible > 0 ? std::log(static_cast<double>(visible)) + 0.5 : -std::numeric_limits<double>::infinity();
   }
+  for (int64_t r = 0; r < lse.numel(); ++r) store_element(lse.host_data(), lse.dtype, r, row_lse[r % d.sq]);
   return Status::ok();
 }
 
