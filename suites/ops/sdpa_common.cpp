@@ -102,7 +102,8 @@ std::vector<ProblemText> sdpa_check_problems() {
           "1x2x24x256:causal=1,kv=1",           // head dim 256
           "1x2x20x64:dv=32",                    // v head dim unlike q's
           "1x2x96x128:causal=1,scale=0.0625",
-          "1x2x29x64:layout=padded"};
+          "1x2x29x64:layout=padded",
+          "1x4x700x128:causal=1,kv=2"};         // more key tiles than a pipelined kernel has stages
 }
 
 std::vector<ProblemText> sdpa_bench_problems() {
