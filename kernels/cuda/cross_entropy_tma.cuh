@@ -39,6 +39,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cross_entropy_pipe.cuh"
 
 namespace dnnb::cuda_kernels {
@@ -54,54 +55,6 @@ struct CeTmaShape {
   static constexpr int kSmem = kStageBytes + kCePipeWarps * kStages * 8;
 };
 using CeTma3x2 = CeTmaShape<3, 2>;  // 2 x 98,496 bytes per SM
-
-__device__ __forceinline__ uint32_t ce_smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ce_mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ce_smem_addr(bar)), "r"(count)
-               : "memory");
-}
-
-// Makes the initialised barriers visible to the async proxy (the bulk copies' complete_tx).
-__device__ __forceinline__ void ce_mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-// Orders this thread's (and, through a preceding barrier, its warp's) generic-proxy shared
-// memory accesses before its later async-proxy ones: the stage reads before its refill.
-__device__ __forceinline__ void ce_fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Arms `bar` for `bytes` and copies them global -> shared with the bulk-copy engine; the copy's
-// completion ends the barrier's current phase. dst, src and bytes: multiples of 16.
-__device__ __forceinline__ void ce_bulk_copy(void* dst, const void* src, uint32_t bytes,
-                                             uint64_t* bar) {
-  const uint32_t b = ce_smem_addr(bar);
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
-               : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(ce_smem_addr(dst)),
-      "l"(static_cast<uint64_t>(__cvta_generic_to_global(src))), "r"(bytes), "r"(b)
-      : "memory");
-}
-
-// Waits until the phase of `bar` with parity `parity` has completed.
-__device__ __forceinline__ void ce_mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t b = ce_smem_addr(bar);
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(done)
-        : "r"(b), "r"(parity)
-        : "memory");
-  } while (!done);
-}
 
 template <typename T, bool kFastExp, typename Shape>
 __global__ void __launch_bounds__(32 * kCePipeWarps, Shape::kMinBlocks)
@@ -125,17 +78,20 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, Shape::kMinBlocks)
   if (first < a.rows) {  // warp-uniform; a warp without rows still reports (0, 0) below
     if (lane == 0) {
 #pragma unroll
-      for (int s = 0; s < kStages; ++s) ce_mbar_init(&full[s], 1);
-      ce_mbar_init_fence();
+      for (int s = 0; s < kStages; ++s) mbar_init(smem_addr(&full[s]), 1);
+      fence_mbarrier_init();
     }
     __syncwarp();
     // The producer's position (every lane keeps it; lane 0 issues): the next chunk to copy.
     int64_t prow = first;
     int pit = 0;
     const auto issue_next = [&](int stage) {
-      if (lane == 0)
-        ce_bulk_copy(ring + stage * kStageVecs, ce_row<true>(a, prow) + pit * kChunkCols,
-                     kCeTmaChunkBytes, &full[stage]);
+      if (lane == 0) {
+        const uint32_t bar = smem_addr(&full[stage]);
+        mbar_arrive_expect_tx(bar, kCeTmaChunkBytes);
+        bulk_load(smem_addr(ring + stage * kStageVecs), ce_row<true>(a, prow) + pit * kChunkCols,
+                  kCeTmaChunkBytes, bar);
+      }
       if (++pit == chunks) {
         pit = 0;
         prow += warps;
@@ -148,14 +104,14 @@ __global__ void __launch_bounds__(32 * kCePipeWarps, Shape::kMinBlocks)
     int stage = 0;
     uint32_t phase = 0;
     while (true) {
-      ce_mbar_wait(&full[stage], phase);
+      mbar_wait(smem_addr(&full[stage]), phase);
       Vec16<T> cur[kCePipeVecs];
       const Vec16<T>* src = ring + stage * kStageVecs;
 #pragma unroll
       for (int u = 0; u < kCePipeVecs; ++u) cur[u] = src[u * 32 + lane];
       __syncwarp();  // every lane has read the stage: it may be refilled
       if (prow < a.rows) {
-        if (lane == 0) ce_fence_proxy_async();
+        if (lane == 0) fence_proxy_async_shared();
         issue_next(stage);
       }
       int64_t next_row = p.row;

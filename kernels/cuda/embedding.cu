@@ -1,14 +1,25 @@
 // CUDA embedding: y[t] = table[ids[t]] (F.embedding), ids i64 or i32 (ids.dt=i32), the table
 // and y f32, f16 or bf16, copied bit-exactly as 4- or 2-byte patterns.
 //
-// One warp per (token, segment): a segment is 32 lanes x kEmbedUnroll chunks of 16 bytes (2 KB,
-// a whole row up to 512 f32 / 1024 f16 values), so long rows spread over several warps and a
-// single token (decode) still keeps many loads in flight. Each lane reads the token's id (one
-// broadcast load per warp), loads its kEmbedUnroll chunks of the table row, then stores them:
-// 16-byte accesses when every table row and y row starts 16-byte aligned with unit column
+// Rows of at least kGatherMinRowBytes whose table and y rows are 16-byte aligned with unit
+// column stride (a model's embedding: 8 KB bf16 rows at hidden size 4096) go through the
+// bulk-copy engine (bulk_copy.cuh): the unit of work is a piece of a token's row of up to
+// kGatherPiece bytes, and one thread per block streams its pieces through a ring of
+// kGatherStages shared-memory stages: the piece's table bytes in by one `cp.async.bulk` (an
+// mbarrier per stage), out to y by another, the stage refilled with the piece kGatherStages
+// ahead once the store has read it. No registers hold the data, so each block keeps
+// kGatherStages - 1 pieces of loads in flight whatever its occupancy, and the dependent id load
+// is off the copy's critical path except in the first pieces. The register kernel holds 2 KB a
+// warp for one segment and then waits (DRAM at 75% of peak on the H100, docs/cuda.md).
+//
+// Other rows: one warp per (token, segment): a segment is 32 lanes x kEmbedUnroll chunks of 16
+// bytes (2 KB, a whole row up to 512 f32 / 1024 f16 values), so long rows spread over several
+// warps and a single token (decode) still keeps many loads in flight. Each lane reads the token's
+// id (one broadcast load per warp), loads its kEmbedUnroll chunks of the table row, then stores
+// them: 16-byte accesses when every table row and y row starts 16-byte aligned with unit column
 // stride, one access per element otherwise.
 //
-// An id outside [0, V) is never read through: the warp skips its row and atomicMin's the token
+// An id outside [0, V) is never read through: the kernels skip its row and atomicMin the token
 // position into the first word of the 16-byte workspace (set to all-ones before the launch); a
 // one-thread kernel then puts that token's id in the second word, and both words are copied
 // asynchronously into a slot of a pinned host ring. The launch does not wait for any of it: a
@@ -17,10 +28,12 @@
 // and as torch's device-side assert surfaces at its next synchronisation. The ring holds
 // kReportSlots pending reports; a launch that would reuse a slot still pending synchronises the
 // device first (once per kReportSlots launches without a synchronize, e.g. in bench).
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "devices/cuda/cuda_deferred.h"
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/copy_common.cuh"
 #include "suites/ops/layout_desc.h"
 
@@ -103,6 +116,84 @@ __global__ void __launch_bounds__(kCopyThreads) embedding_kernel(EmbeddingArgs a
   embedding_thread<E, Id, kVector>(a, blockIdx.x, threadIdx.x);
 }
 
+inline constexpr uint32_t kGatherPiece = 4096;  // bytes of a row per bulk copy (a ring stage)
+inline constexpr int kGatherStages = 4;
+inline constexpr int64_t kGatherMinRowBytes = 1024;
+
+struct GatherArgs {
+  const void* ids = nullptr;
+  int64_t id_stride = 1;
+  const char* table = nullptr;
+  int64_t table_row_bytes = 0;  // the table's row stride in bytes
+  char* y = nullptr;
+  int64_t y_row_bytes = 0;  // y's row stride in bytes
+  int64_t vocab = 0;
+  uint32_t row_bytes = 0;  // bytes of one row's values (a multiple of 16)
+  FastDivmod pieces;       // pieces per row
+  uint64_t units = 0;      // tokens * pieces
+  unsigned long long* bad = nullptr;
+};
+
+// Block b takes units b, b + gridDim.x, ...; its i-th unit uses stage i % kGatherStages, whose
+// mbarrier completes phase i / kGatherStages when the unit's load has landed (or at once, by a
+// plain arrival, for a bad id, which is neither loaded nor stored). One thread issues every copy;
+// each store is a bulk group of its own (empty for a bad id), so bulk_wait_read<1> after
+// committing unit i means unit i - 1's stage may be refilled.
+template <typename Id>
+__global__ void __launch_bounds__(32) embedding_bulk_kernel(GatherArgs a) {
+  __shared__ __align__(128) unsigned char ring[kGatherStages][kGatherPiece];
+  __shared__ __align__(8) uint64_t full[kGatherStages];
+  if (threadIdx.x != 0) return;
+  const uint64_t first = blockIdx.x, stride = gridDim.x;
+  if (first >= a.units) return;
+  const uint64_t count = (a.units - first + stride - 1) / stride;
+  for (int s = 0; s < kGatherStages; ++s) mbar_init(smem_addr(&full[s]), 1);
+  fence_mbarrier_init();
+
+  // The unit of iteration i: its token, its piece's byte offset and size, and whether its id is
+  // inside the table (src is then the piece's first table byte).
+  struct Unit {
+    uint32_t token, offset, bytes;
+    const char* src;
+  };
+  const auto unit_of = [&a, first, stride](uint64_t i) {
+    uint32_t piece;
+    const uint32_t token = a.pieces.divmod(static_cast<uint32_t>(first + i * stride), piece);
+    const int64_t id = static_cast<int64_t>(static_cast<const Id*>(a.ids)[static_cast<int64_t>(token) * a.id_stride]);
+    Unit u{token, piece * kGatherPiece, 0, nullptr};
+    u.bytes = a.row_bytes - u.offset < kGatherPiece ? a.row_bytes - u.offset : kGatherPiece;
+    if (id >= 0 && id < a.vocab) u.src = a.table + id * a.table_row_bytes + u.offset;
+    return u;
+  };
+  const auto issue = [&](uint64_t i) {
+    if (i >= count) return;
+    const int stage = static_cast<int>(i % kGatherStages);
+    const uint32_t bar = smem_addr(&full[stage]);
+    const Unit u = unit_of(i);
+    if (!u.src) {
+      if (u.offset == 0) atomicMin(a.bad, static_cast<unsigned long long>(u.token));
+      mbar_arrive(bar);
+      return;
+    }
+    mbar_arrive_expect_tx(bar, u.bytes);
+    bulk_load(smem_addr(ring[stage]), u.src, u.bytes, bar);
+  };
+
+  for (int s = 0; s < kGatherStages; ++s) issue(s);
+  for (uint64_t i = 0; i < count; ++i) {
+    const int stage = static_cast<int>(i % kGatherStages);
+    mbar_wait(smem_addr(&full[stage]), static_cast<uint32_t>(i / kGatherStages) & 1u);
+    const Unit u = unit_of(i);
+    if (u.src) bulk_store(a.y + static_cast<int64_t>(u.token) * a.y_row_bytes + u.offset, smem_addr(ring[stage]), u.bytes);
+    bulk_commit();
+    if (i >= 1) {
+      bulk_wait_read<1>();
+      issue(i - 1 + kGatherStages);
+    }
+  }
+  bulk_wait<0>();
+}
+
 // report[1] = ids[report[0]] when a bad id was seen (report[0] is its position, else all-ones).
 template <typename Id>
 __global__ void embedding_bad_id_kernel(const void* ids, int64_t id_stride, unsigned long long* report) {
@@ -124,6 +215,15 @@ std::mutex& report_mutex() {
 std::map<const CudaDevice*, ReportRing>& report_rings() {
   static std::map<const CudaDevice*, ReportRing> rings;
   return rings;
+}
+
+// DNNB_CUDA_EMBEDDING_BULK=0 sends every row through the register kernel (to compare the two).
+bool bulk_gather_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("DNNB_CUDA_EMBEDDING_BULK");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
 }
 
 template <typename E, typename Id>
@@ -190,7 +290,31 @@ Status run_embedding(OpCall& call) {
   const cudaStream_t stream = (*device)->stream();
   DNNB_CUDA_TRY(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));
   const bool ids64 = ids.dtype == DType::i64;
-  if (esize == 4) {
+  const int64_t row_bytes = d->dim * esize;
+  if (vec && row_bytes >= kGatherMinRowBytes && row_bytes % 16 == 0 && bulk_gather_enabled()) {
+    GatherArgs g;
+    g.ids = a.ids;
+    g.id_stride = a.id_stride;
+    g.table = static_cast<const char*>(a.table);
+    g.table_row_bytes = a.row_stride * esize;
+    g.y = static_cast<char*>(a.y);
+    g.y_row_bytes = a.y_row_stride * esize;
+    g.vocab = a.vocab;
+    g.row_bytes = static_cast<uint32_t>(row_bytes);
+    const int64_t pieces = ceil_div(row_bytes, static_cast<int64_t>(kGatherPiece));
+    if (d->tokens * pieces > UINT32_MAX)
+      return Status::unsupported("cuda embedding: " + std::to_string(d->tokens) + " tokens of " +
+                                 std::to_string(pieces) + " pieces exceed its 32-bit indexing");
+    g.pieces = FastDivmod::of(static_cast<uint32_t>(pieces));
+    g.units = static_cast<uint64_t>(d->tokens * pieces);
+    g.bad = bad;
+    auto kernel = ids64 ? embedding_bulk_kernel<int64_t> : embedding_bulk_kernel<int32_t>;
+    int per_sm = 0;
+    DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, 0));
+    const int64_t grid = std::min<int64_t>(static_cast<int64_t>(g.units),
+                                           static_cast<int64_t>(std::max(per_sm, 1)) * (*device)->sm_count());
+    kernel<<<static_cast<unsigned>(grid), 32, 0, stream>>>(g);
+  } else if (esize == 4) {
     ids64 ? launch_embedding<uint32_t, int64_t>(vec, blocks, stream, a)
           : launch_embedding<uint32_t, int32_t>(vec, blocks, stream, a);
   } else {

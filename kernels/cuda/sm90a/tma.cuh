@@ -1,45 +1,17 @@
-// What the Hopper (sm_90a) kernels share besides wgmma (wgmma.cuh): mbarriers, TMA tile loads,
-// setmaxnreg (device side), and on the host the compute capability test and tensor maps of
-// 16-bit operands (tma.cu). The device wrappers are PTX of the "Parallel Synchronization and
-// Communication Instructions: mbarrier" and "cp.async.bulk.tensor" sections of the PTX ISA.
-//
-// An mbarrier here is 8 bytes of shared memory, addressed by its shared-window address (a
-// uint32_t). Its phase completes when the expected arrivals have arrived and, with expect_tx,
-// the transaction bytes of the TMA copies that name it have landed; mbar_wait(bar, parity)
-// returns once the phase of that parity has completed (phase 0 first, then 1, 0, ...).
+// What the Hopper (sm_90a) kernels share besides wgmma (wgmma.cuh): TMA tile loads (the
+// mbarriers they complete are bulk_copy.cuh's), setmaxnreg (device side), and on the host the
+// compute capability test and tensor maps of 16-bit operands (tma.cu). The device wrappers are
+// PTX of the "cp.async.bulk.tensor" and "setmaxnreg" sections of the PTX ISA.
 #pragma once
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
 #include <cstdint>
 
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 
 namespace dnnb::cuda_kernels {
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-// After the barriers of a block are initialised (one thread), before any thread or TMA uses
-// them: the initialisation made visible to the async proxy (the TMA's complete_tx).
-__device__ __forceinline__ void fence_mbarrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
 
 // Box (c0, c1, c2) of a 3-D tensor map into shared memory; completes bytes on `bar`.
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,

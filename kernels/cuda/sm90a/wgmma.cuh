@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cuda/bulk_copy.cuh"
+
 namespace dnnb::cuda_kernels {
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -29,10 +31,8 @@ __device__ __forceinline__ void wgmma_wait() {
 // Keeps the compiler from moving accesses of an accumulator across the asynchronous MMAs.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 // wgmma reads shared memory through the async proxy: shared memory written by ordinary stores
-// (the generic proxy) must be fenced before a wgmma reads it. TMA writes need no such fence.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
+// (the generic proxy) must be fenced (bulk_copy.cuh's fence_proxy_async_shared) before a wgmma
+// reads it. TMA writes need no such fence.
 
 // Shared memory matrix descriptors (PTX ISA, "Matrix Descriptor Format"), 128-byte swizzle.
 __device__ __forceinline__ uint64_t desc_encode(uint32_t x) { return (x & 0x3FFFFu) >> 4; }
