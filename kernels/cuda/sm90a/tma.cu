@@ -1,5 +1,5 @@
-// Host side of tma.cuh: the compute capability test and tensor maps of 16-bit operands, shared
-// by the sm_90a kernels (gemm_wgmma.cu, sdpa_wgmma.cu).
+// Host side of tma.cuh: the compute capability test and tensor maps of 16- and 8-bit operands,
+// shared by the sm_90a kernels (gemm_wgmma.cu, sdpa_wgmma.cu).
 #include <map>
 #include <mutex>
 #include <string>
@@ -38,9 +38,18 @@ bool is_sm90(const CudaDevice& device) {
   return known[device.ordinal()] = asked && major == 9 && minor == 0;
 }
 
-Result<CUtensorMap> tensor_map_16bit(DType dtype, const void* base, int rank, const int64_t* dims,
+Result<CUtensorMap> tensor_map_tiled(DType dtype, const void* base, int rank, const int64_t* dims,
                                      const int64_t* strides, const uint32_t* box, const char* what) {
   if (rank < 2 || rank > 5) return Status::error(std::string(what) + ": a tensor map of rank " + std::to_string(rank));
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  int64_t element_bytes = 1;
+  switch (dtype) {
+    case DType::bf16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; element_bytes = 2; break;
+    case DType::f16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; element_bytes = 2; break;
+    case DType::i8: case DType::u8: case DType::f8_e4m3fn: case DType::f8_e5m2: break;
+    default:
+      return Status::error(std::string(what) + ": no tensor map of " + dtype_name(dtype) + " elements");
+  }
   auto encode = tensor_map_encoder(what);
   if (!encode) return encode.status();
   cuuint64_t dims_u[5], strides_u[4];
@@ -53,21 +62,27 @@ Result<CUtensorMap> tensor_map_16bit(DType dtype, const void* base, int rank, co
     if (i > 0) dims_text += 'x';
     dims_text += std::to_string(dims[i]);
     if (i > 0) {
-      strides_u[i - 1] = static_cast<cuuint64_t>(strides[i - 1]) * 2;
+      strides_u[i - 1] = static_cast<cuuint64_t>(strides[i - 1] * element_bytes);
       if (i > 1) strides_text += ',';
       strides_text += std::to_string(strides[i - 1]);
     }
   }
   CUtensorMap map;
   const CUresult r =
-      (*encode)(&map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims_u, strides_u, box_u, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      (*encode)(&map, type, static_cast<cuuint32_t>(rank), const_cast<void*>(base), dims_u, strides_u, box_u,
+                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::error(std::string(what) + ": cuTensorMapEncodeTiled failed (CUresult " +
                          std::to_string(static_cast<int>(r)) + ") for dims " + dims_text + ", strides " + strides_text);
   return map;
+}
+
+Result<CUtensorMap> tensor_map_16bit(DType dtype, const void* base, int rank, const int64_t* dims,
+                                     const int64_t* strides, const uint32_t* box, const char* what) {
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    return Status::error(std::string(what) + ": tensor_map_16bit of " + dtype_name(dtype) + " elements");
+  return tensor_map_tiled(dtype, base, rank, dims, strides, box, what);
 }
 
 }  // namespace dnnb::cuda_kernels

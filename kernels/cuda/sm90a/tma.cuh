@@ -1,6 +1,6 @@
 // What the Hopper (sm_90a) kernels share besides wgmma (wgmma.cuh): TMA tile loads (the
 // mbarriers they complete are bulk_copy.cuh's), setmaxnreg (device side), and on the host the
-// compute capability test and tensor maps of 16-bit operands (tma.cu). The device wrappers are
+// compute capability test and tensor maps of 16- and 8-bit operands (tma.cu). The device wrappers are
 // PTX of the "cp.async.bulk.tensor" and "setmaxnreg" sections of the PTX ISA.
 #pragma once
 #include <cuda.h>
@@ -54,6 +54,10 @@ bool is_sm90(const CudaDevice& device);
 // (each a positive multiple of 8: 16 bytes); boxes of box[0] x ... elements (box[0] * 2 <= 128).
 // `what` names the caller in the error message.
 Result<CUtensorMap> tensor_map_16bit(DType dtype, const void* base, int rank, const int64_t* dims,
+                                     const int64_t* strides, const uint32_t* box, const char* what);
+// The same for any operand TMA copies here: 16-bit (f16, bf16) or 8-bit (i8, u8, f8_e4m3fn,
+// f8_e5m2, copied as bytes; strides then multiples of 16 elements, box[0] <= 128).
+Result<CUtensorMap> tensor_map_tiled(DType dtype, const void* base, int rank, const int64_t* dims,
                                      const int64_t* strides, const uint32_t* box, const char* what);
 
 }  // namespace dnnb::cuda_kernels

@@ -1,7 +1,8 @@
 // PTX wrappers for the Hopper warpgroup MMA (wgmma.mma_async, PTX ISA "Asynchronous Warpgroup
 // Level Matrix Multiply-Accumulate"): the fence / commit / wait protocol, shared memory matrix
 // descriptors in the 128-byte swizzle, and m64nNk16 (N in {64, 128, 256}) with f32 accumulation,
-// A from shared memory or from registers. sm_90a only: a file that includes this is built for
+// A from shared memory or from registers; m64nNk32 of 8-bit operands (s8 with s32 accumulation,
+// e4m3 / e5m2 with f32) from shared memory. sm_90a only: a file that includes this is built for
 // 90a-real (kernels/cuda/sm90a/CMakeLists.txt) and its kernels guard their bodies with
 // __CUDA_ARCH_FEAT_SM90_ALL.
 //
@@ -166,6 +167,50 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
   }
 }
 
+// 8-bit operands, m64nNk32 (a k-step of 32 elements is 32 bytes, as 16 elements of a 16-bit
+// type): both A and B K-major (the 8-bit forms have no transpose), scale-d from a register.
+// Integer: s32 accumulators, s8 x s8 products (exact; wgmma wraps on overflow as integer adds
+// do). FP8: f32 accumulators, e4m3 or e5m2 operands (mixed or not), imm-scale-a = imm-scale-b = 1.
+#define DNNB_WGMMA_R8(i)                                                                                  \
+  "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), "+r"(d[i + 5]), "+r"(d[i + 6]), \
+      "+r"(d[i + 7])
+#define DNNB_WGMMA_R32(i) DNNB_WGMMA_R8(i), DNNB_WGMMA_R8(i + 8), DNNB_WGMMA_R8(i + 16), DNNB_WGMMA_R8(i + 24)
+#define DNNB_WGMMA_SS8_ASM(N, TYPES, REGS, DA, DB, SCALE_D, IMMS)                                          \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE_D ", 0;\n"                                                      \
+  "wgmma.mma_async.sync.aligned.m64n" #N "k32." TYPES " {" REGS "}, " DA ", " DB ", p" IMMS ";\n}\n"
+
+// d (64 x 256 per warpgroup, s32; 128 registers a thread, the f32 fragment's places) = A (64 x 32
+// s8, K-major, descriptor da) times B (32 x 256 s8, K-major, descriptor db), plus d when
+// scale_d != 0.
+__device__ __forceinline__ void wgmma_s8_m64n256k32(int32_t (&d)[128], uint64_t da, uint64_t db, uint32_t scale_d) {
+  asm volatile(DNNB_WGMMA_SS8_ASM(256, "s32.s8.s8", DNNB_WGMMA_D128, "%128", "%129", "%130", "")
+               : DNNB_WGMMA_R32(0), DNNB_WGMMA_R32(32), DNNB_WGMMA_R32(64), DNNB_WGMMA_R32(96)
+               : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// d (64 x 128 per warpgroup, f32; 64 registers a thread) = A (64 x 32, K-major) times B
+// (32 x 128, K-major), each of them e4m3 (kAE4M3, kBE4M3) or e5m2, plus d when scale_d != 0.
+template <bool kAE4M3, bool kBE4M3>
+__device__ __forceinline__ void wgmma_f8_m64n128k32(float (&d)[64], uint64_t da, uint64_t db, uint32_t scale_d) {
+  if constexpr (kAE4M3 && kBE4M3)
+    asm volatile(DNNB_WGMMA_SS8_ASM(128, "f32.e4m3.e4m3", DNNB_WGMMA_D64, "%64", "%65", "%66", ", 1, 1")
+                 : DNNB_WGMMA_C64 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (kAE4M3)
+    asm volatile(DNNB_WGMMA_SS8_ASM(128, "f32.e4m3.e5m2", DNNB_WGMMA_D64, "%64", "%65", "%66", ", 1, 1")
+                 : DNNB_WGMMA_C64 : "l"(da), "l"(db), "r"(scale_d));
+  else if constexpr (kBE4M3)
+    asm volatile(DNNB_WGMMA_SS8_ASM(128, "f32.e5m2.e4m3", DNNB_WGMMA_D64, "%64", "%65", "%66", ", 1, 1")
+                 : DNNB_WGMMA_C64 : "l"(da), "l"(db), "r"(scale_d));
+  else
+    asm volatile(DNNB_WGMMA_SS8_ASM(128, "f32.e5m2.e5m2", DNNB_WGMMA_D64, "%64", "%65", "%66", ", 1, 1")
+                 : DNNB_WGMMA_C64 : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void fence_operand(int32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+#undef DNNB_WGMMA_SS8_ASM
+#undef DNNB_WGMMA_R32
+#undef DNNB_WGMMA_R8
 #undef DNNB_WGMMA_SS_ASM
 #undef DNNB_WGMMA_RS_ASM
 #undef DNNB_WGMMA_C32

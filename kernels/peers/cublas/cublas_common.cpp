@@ -87,13 +87,8 @@ cudaDataType_t cuda_type(DType dtype) {
   }
 }
 
-// How a row-major rows x cols operand (strides s_r, s_c) is handed to cuBLAS so that op(X) is
-// its transpose (cols x rows); nullopt when no leading dim describes it. A dim of one element
-// has no stride to honour; its leading dim is then the smallest cuBLAS accepts.
-struct Operand {
-  cublasOperation_t op;
-  int64_t ld;
-};
+}  // namespace
+
 std::optional<Operand> transposed_view(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
   // Column-major cols x rows, leading dim s_r: element (c, r) at c + r s_r, which is (r, c).
   if ((s_c == 1 || cols == 1) && (rows == 1 || s_r >= cols))
@@ -108,8 +103,6 @@ bool fits_int(std::initializer_list<int64_t> values) {
   return std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 0 && v <= INT_MAX; });
 }
 
-// One cuBLASLt handle per device, created on first use and kept for the process. Lt handles
-// carry no stream: each cublasLtMatmul is given the device's stream.
 Result<cublasLtHandle_t> lt_handle_of(const CudaDevice& device) {
   static std::mutex mutex;
   static std::map<int, cublasLtHandle_t> handles;
@@ -121,29 +114,14 @@ Result<cublasLtHandle_t> lt_handle_of(const CudaDevice& device) {
   return handle;
 }
 
-// Owners of the Lt descriptors of one call, destroyed on every return path (a destroy's status
-// is dropped: the call's own status is what the caller sees).
-struct LtDescs {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtDescs() {
-    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
-    if (c) (void)cublasLtMatrixLayoutDestroy(c);
-    if (b) (void)cublasLtMatrixLayoutDestroy(b);
-    if (a) (void)cublasLtMatrixLayoutDestroy(a);
-    if (op) (void)cublasLtMatmulDescDestroy(op);
-  }
-};
-
-// The largest power of two (at most 256) dividing a device address: the alignment the Lt
-// heuristic must assume for an operand (it assumes 256 bytes unless told).
 uint32_t alignment_of(const void* ptr) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   uint32_t alignment = 256;
   while (alignment > 1 && address % alignment != 0) alignment /= 2;
   return alignment;
 }
+
+namespace {
 
 // The product with its bias added by cuBLASLt's CUBLASLT_EPILOGUE_BIAS: the f32 accumulator
 // plus the bias (read in the output dtype, which is the input dtype here) is rounded once to y.

@@ -26,6 +26,8 @@
 #include <cublas_v2.h>
 
 #include <functional>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "core/registry.h"
@@ -67,6 +69,38 @@ Status expect_output(const Tensor& y, DType in_dtype);
 // already checked against the problem: w is B with its two strides swapped.
 Product x_times_w_transposed(DType in_dtype, int64_t m, int64_t n, int64_t k, const Tensor& x, const Tensor& w,
                              const Tensor& y);
+
+// How a row-major rows x cols operand (strides s_r, s_c) is handed to cuBLAS so that op(X) is
+// its transpose (cols x rows); nullopt when no leading dim describes it. A dim of one element
+// has no stride to honour; its leading dim is then the smallest cuBLAS accepts.
+struct Operand {
+  cublasOperation_t op;
+  int64_t ld;
+};
+std::optional<Operand> transposed_view(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c);
+// Every value in [0, 2^31 - 1] (cuBLAS's int dims and leading dims).
+bool fits_int(std::initializer_list<int64_t> values);
+
+// One cuBLASLt handle per device, created on first use and kept for the process. Lt handles
+// carry no stream: each cublasLtMatmul is given the device's stream.
+Result<cublasLtHandle_t> lt_handle_of(const CudaDevice& device);
+// The largest power of two (at most 256) dividing a device address: the alignment the Lt
+// heuristic must assume for an operand (it assumes 256 bytes unless told).
+uint32_t alignment_of(const void* ptr);
+// Owners of the Lt descriptors of one call, destroyed on every return path (a destroy's status
+// is dropped: the call's own status is what the caller sees).
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescs() {
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (c) (void)cublasLtMatrixLayoutDestroy(c);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (op) (void)cublasLtMatmulDescDestroy(op);
+  }
+};
 
 // Runs the product with cuBLAS (or cuBLASLt, see above) on the device's stream, using the
 // call's workspace.
