@@ -10,10 +10,10 @@ bash ci/install-deps.sh
 cmake --preset default
 cmake --build --preset default -j"$jobs"
 
-# Fuzz build (clang + libFuzzer): only the safetensors fuzz target and its bounded run.
+# Fuzz build (clang + libFuzzer): only the file readers' fuzz targets and their bounded runs.
 if command -v clang++ >/dev/null 2>&1; then
   cmake --preset fuzz >/dev/null
-  cmake --build --preset fuzz -j"$jobs" --target fuzz_safetensors
+  cmake --build --preset fuzz -j"$jobs" --target fuzz_safetensors fuzz_gguf
   ctest --preset fuzz
 else
   echo "test.sh: SKIP fuzz run: clang++ not found"

@@ -51,8 +51,8 @@ Status rule_error(const std::string& label, const std::string& what, const char*
 
 std::string quoted(const std::string& text) { return quoted_for_message(text); }
 
-// Strict UTF-8 (RFC 3629, as Rust's str::from_utf8): no overlong forms, no surrogates,
-// nothing above U+10FFFF. Returns the offset of the first bad byte, or `size` when all is well.
+}  // namespace
+
 size_t first_invalid_utf8(const uint8_t* p, size_t size) {
   size_t i = 0;
   while (i < size) {
@@ -84,6 +84,8 @@ size_t first_invalid_utf8(const uint8_t* p, size_t size) {
   }
   return size;
 }
+
+namespace {
 
 bool valid_utf8(const std::string& s) {
   return first_invalid_utf8(reinterpret_cast<const uint8_t*>(s.data()), s.size()) == s.size();

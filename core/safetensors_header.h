@@ -37,6 +37,9 @@ Result<SafetensorsHeader> parse_safetensors_header(const uint8_t* text, size_t s
 // "LABEL: what (rule: RULE)" as bad_input: the form of every reader error.
 Status safetensors_rule_error(const std::string& label, const std::string& what,
                               const char* rule);
+// Strict UTF-8 (RFC 3629, as Rust's str::from_utf8): no overlong forms, no surrogates,
+// nothing above U+10FFFF. Returns the offset of the first bad byte, or `size` when all is well.
+size_t first_invalid_utf8(const uint8_t* p, size_t size);
 // A name or key from a file, JSON-quoted (no control byte reaches a terminal) and cut after
 // 80 bytes.
 std::string quoted_for_message(const std::string& text);

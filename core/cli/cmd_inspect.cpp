@@ -1,5 +1,6 @@
-// `dnnblocks inspect FILE.safetensors [--json]`: validate a safetensors file and print each
-// tensor (name, dtype, shape, byte range, min/max/mean/NaN count) and the metadata. Every
+// `dnnblocks inspect FILE [--json]`: a file starting with GGUF's magic goes to
+// inspect_gguf.cpp (read_as_gguf), any other is read as safetensors. For safetensors: validate the file and
+// print each tensor (name, dtype, shape, byte range, min/max/mean/NaN count) and the metadata. Every
 // dtype the format defines is decoded (C64 as real and imaginary parts) except the F6
 // formats, whose packing the format leaves open: those say so instead of statistics.
 // A file that breaks a rule prints the rule on stderr and exits 2.
@@ -15,21 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cli/commands.h"
+#include "core/cli/inspect_common.h"
+#include "core/cli/inspect_gguf.h"
 #include "core/safetensors.h"
 #include "core/safetensors_dtype.h"
 
 namespace dnnb::cli {
 
 namespace {
-
-struct TensorStats {
-  int64_t count = 0;      // elements that are not NaN
-  int64_t nan_count = 0;
-  double min = std::numeric_limits<double>::infinity();
-  double max = -std::numeric_limits<double>::infinity();
-  double sum = 0;
-  double mean() const { return count > 0 ? sum / static_cast<double>(count) : std::nan(""); }
-};
 
 // Statistics of value `part` of each element (C64: 0 real, 1 imaginary), read straight over
 // the mapped bytes: decoding reads through memcpy, so a tensor at an unaligned offset (legal
@@ -38,15 +32,7 @@ TensorStats compute_stats(const SafetensorsEntry& entry, unsigned part) {
   const unsigned per_element = safetensors_values_per_element(entry.file_dtype);
   TensorStats stats;
   for (uint64_t i = 0; i < entry.numel; ++i) {
-    const double v = decode_safetensors_value(entry.data, entry.file_dtype, i * per_element + part);
-    if (std::isnan(v)) {
-      ++stats.nan_count;
-      continue;
-    }
-    ++stats.count;
-    stats.min = std::min(stats.min, v);
-    stats.max = std::max(stats.max, v);
-    stats.sum += v;
+    stats.add(decode_safetensors_value(entry.data, entry.file_dtype, i * per_element + part));
   }
   return stats;
 }
@@ -54,31 +40,15 @@ TensorStats compute_stats(const SafetensorsEntry& entry, unsigned part) {
 constexpr const char* kNotDecoded =
     "values not decoded: the format does not define how 6-bit elements are packed into bytes";
 
-// Names and metadata come from the file: control bytes become '?' so they cannot drive
-// the terminal (the JSON output escapes them instead).
-std::string printable(const std::string& text) {
-  std::string out = text;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
-  return out;
-}
-
 std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
 }
 
-// JSON has no NaN or Inf: those are written as strings, and absent statistics (a tensor
-// with no non-NaN element) as null.
-nlohmann::json stat_json(double v, const TensorStats& stats) {
-  if (stats.count == 0) return nullptr;
-  if (std::isnan(v)) return "nan";  // the mean of +Inf and -Inf
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
 int inspect_file(const std::string& path, bool as_json) {
+  // The format is the file's content (GGUF's magic), not its name (inspect_gguf.h).
+  if (read_as_gguf(path)) return inspect_gguf_file(path, as_json);
   auto opened = SafetensorsFile::open(path);
   if (!opened) {
     std::fprintf(stderr, "dnnblocks inspect: %s\n", opened.status().message.c_str());
@@ -155,10 +125,10 @@ int inspect_file(const std::string& path, bool as_json) {
 
 void add_inspect_command(CLI::App& app, int& exit_code) {
   auto* command = app.add_subcommand(
-      "inspect", "Validate a .safetensors file and print its tensors, statistics and metadata");
+      "inspect", "Validate a .safetensors or GGUF file and print its tensors, statistics and metadata");
   auto path = std::make_shared<std::string>();
   auto as_json = std::make_shared<bool>(false);
-  command->add_option("file", *path, "The .safetensors file")->required();
+  command->add_option("file", *path, "The .safetensors or .gguf file")->required();
   command->add_flag("--json", *as_json, "Print the report as JSON");
   command->callback([path, as_json, &exit_code] { exit_code = inspect_file(*path, *as_json); });
 }
