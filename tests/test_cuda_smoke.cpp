@@ -71,6 +71,16 @@ const std::vector<std::string> kPathCases = {
     "lerp:f32:7x33:weight=0.75@cuda",
     "gelu:bf16:3x5x777:layout=transposed@cuda",
     "gelu:f16:64x4096@cuda/erff",
+    // matmul_i8, matmul_f8 (gemm8_mma.cuh): the wgmma kernel reading a and b as they are (K a
+    // multiple of 16, b column-major; M and N not multiples of its 128 x 256 tile, K past whole k
+    // tiles), an e5m2 a with an f32 y, row-wise scales; the mma.sync kernel's fast path (M below
+    // 64, K-contiguous 16-byte rows). The check problems reach the packed wgmma and the general
+    // mma.sync paths.
+    "matmul_i8:i8:300x520x1040:b.layout=transposed@cuda",
+    "matmul_f8:f8_e4m3fn:300x520x1040:b.layout=transposed,scale=row@cuda",
+    "matmul_f8:f8_e4m3fn:200x300x528:a.dt=f8_e5m2,b.layout=transposed,y.dt=f32@cuda",
+    "matmul_i8:i8:40x300x1040:b.layout=transposed@cuda",
+    "matmul_f8:f8_e4m3fn:40x300x1040:b.layout=transposed,y.dt=f16@cuda",
 };
 
 bool cuda_kernels_built() {
