@@ -4,13 +4,17 @@
 //
 // Two kernels: dq (and D_i) per query tile, then dk and dv per key tile summed over the kv
 // head's group inside the block; no atomics, each output rounded once.
-//   f16/bf16 with D in {64, 128} and Dv in {32, 64, 128}: on the tensor cores (sdpa_bwd_mma.cuh).
+//   f16/bf16 on compute capability 9.0 with D = Dv in {64, 128}, TMA-describable q, k, v, do,
+//     scale > 0, no softcap or mask: the Hopper kernels (sm90a/sdpa_bwd_wgmma.cu: TMA, wgmma, a
+//     producer and two consumer warpgroups). DNNB_CUDA_SDPA_BWD_WGMMA=0 turns them off.
+//   other f16/bf16 with D in {64, 128} and Dv in {32, 64, 128}: on the tensor cores (sdpa_bwd_mma.cuh).
 //   f32, and other head dims up to 256: f32 FMA (sdpa_bwd.cuh).
 // The price of no atomics is S and dP computed twice (7 products of a tile where the atomic
 // form has 5). The workspace is D, then the FMA path's row normalisers n (sdpa_bwd.cuh): 2 x B x
-// H x Sq floats.
+// H x Sq floats; the Hopper kernels' lse log2e and D over rows padded to 128 when that is more.
 #include "kernels/cuda/sdpa_bwd.cuh"
 #include "kernels/cuda/sdpa_bwd_mma.cuh"
+#include "kernels/cuda/sm90a/sdpa_bwd_wgmma.h"
 #include "suites/ops/gemm_desc.h"
 
 namespace dnnb::cuda_kernels::sdpa {
@@ -84,7 +88,9 @@ bool bwd_uses_mma(const Problem& problem, int d, int dv) {
 }
 
 size_t delta_bytes(const Attn& a) {
-  return 2 * sizeof(float) * static_cast<size_t>(a.batch) * static_cast<size_t>(a.heads) * static_cast<size_t>(a.sq);
+  return std::max(2 * sizeof(float) * static_cast<size_t>(a.batch) * static_cast<size_t>(a.heads) *
+                      static_cast<size_t>(a.sq),
+                  sdpa_bwd_wgmma_workspace(a));
 }
 
 Result<size_t> bwd_workspace(const Problem& problem, const DeviceRuntime&) {
@@ -117,6 +123,8 @@ Status run_sdpa_bwd(OpCall& call) {
   if (reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(ws)) % alignof(float) != 0)
     return Status::error("cuda sdpa_bwd: the workspace is not 4-byte aligned");
   a->delta = data_ptr<float>(ws);
+  if (t != DType::f32 && sdpa_bwd_wgmma_applies(**device, *a, t, a->delta))
+    return launch_sdpa_bwd_wgmma(**device, *a, t, a->delta);
   const int capacity = f32_capacity(a->d, a->dv);
   const bool mma = bwd_uses_mma(call.problem, a->d, a->dv);
   return dispatch_float(t, [&](auto tag) -> Status {

@@ -85,12 +85,6 @@ struct WgTile {
   static_assert(kSmem < (1 << 18), "descriptor start addresses (14 bits of address >> 4) never carry");
 };
 
-// Every key j0 .. j0 + kBN - 1 is visible to rows row0 .. row0 + 15 (those below sq): the tile
-// needs no mask for that warp.
-__device__ __forceinline__ bool whole_tile(const Attn& p, int j0, int kBN, int row0) {
-  return j0 + kBN <= p.sk && (!p.causal || j0 + kBN - 1 <= row0) && (p.window == 0 || j0 > row0 + 15 - p.window);
-}
-
 template <typename T, int D>
 __global__ void __launch_bounds__(kWgThreads, 1)
     sdpa_fwd_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
@@ -352,27 +346,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-// TMA can describe the operand [batch, heads, rows, D]: 16-byte aligned, unit element stride,
-// the other strides positive multiples of 16 bytes below 2^40 bytes (unused where the extent is 1).
-bool tma_operand(const Operand& x, int64_t rows, int64_t heads, int64_t batch) {
-  auto fits = [](int64_t stride, int64_t extent) {
-    return extent == 1 || (stride > 0 && stride % 8 == 0 && stride < (int64_t{1} << 39));
-  };
-  return aligned_to(x.data, 16) && x.se == 1 && fits(x.ss, rows) && fits(x.sh, heads) && fits(x.sb, batch);
-}
-
-// The 4-D map (D, rows, heads, batch) of an operand, boxes of 64 columns x box_rows rows; strides
-// of extents 1 replaced by the contiguous ones (unused, but the map needs valid strides).
-Result<CUtensorMap> operand_map(DType dtype, const Operand& x, int d, int64_t rows, int64_t heads, int64_t batch,
-                                uint32_t box_rows) {
-  const int64_t ss = rows == 1 ? d : x.ss;
-  const int64_t sh = heads == 1 ? rows * ss : x.sh;
-  const int64_t sb = batch == 1 ? heads * sh : x.sb;
-  const int64_t dims[4] = {d, rows, heads, batch}, strides[3] = {ss, sh, sb};
-  const uint32_t box[4] = {64, box_rows, 1, 1};
-  return tensor_map_16bit(dtype, x.data, 4, dims, strides, box, "cuda sdpa");
-}
-
 template <typename T, int D>
 Status launch(const CudaDevice& device, const Attn& a, const CUtensorMap& q, const CUtensorMap& k,
               const CUtensorMap& v) {
@@ -406,6 +379,27 @@ Status launch_dims(const CudaDevice& device, const Attn& a, DType dtype) {
 }
 
 }  // namespace
+
+// TMA can describe the operand [batch, heads, rows, D]: 16-byte aligned, unit element stride,
+// the other strides positive multiples of 16 bytes below 2^40 bytes (unused where the extent is 1).
+bool tma_operand(const Operand& x, int64_t rows, int64_t heads, int64_t batch) {
+  auto fits = [](int64_t stride, int64_t extent) {
+    return extent == 1 || (stride > 0 && stride % 8 == 0 && stride < (int64_t{1} << 39));
+  };
+  return aligned_to(x.data, 16) && x.se == 1 && fits(x.ss, rows) && fits(x.sh, heads) && fits(x.sb, batch);
+}
+
+// The 4-D map (D, rows, heads, batch) of an operand, boxes of 64 columns x box_rows rows; strides
+// of extents 1 replaced by the contiguous ones (unused, but the map needs valid strides).
+Result<CUtensorMap> operand_map(DType dtype, const Operand& x, int d, int64_t rows, int64_t heads, int64_t batch,
+                                uint32_t box_rows) {
+  const int64_t ss = rows == 1 ? d : x.ss;
+  const int64_t sh = heads == 1 ? rows * ss : x.sh;
+  const int64_t sb = batch == 1 ? heads * sh : x.sb;
+  const int64_t dims[4] = {d, rows, heads, batch}, strides[3] = {ss, sh, sb};
+  const uint32_t box[4] = {64, box_rows, 1, 1};
+  return tensor_map_16bit(dtype, x.data, 4, dims, strides, box, "cuda sdpa");
+}
 
 bool sdpa_wgmma_applies(const CudaDevice& device, const Attn& a, DType dtype) {
   static const bool enabled = [] {
