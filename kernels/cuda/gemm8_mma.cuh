@@ -2,11 +2,12 @@
 // scales -> bf16, f16 or f32, torch._scaled_mm): their interface (Gemm8Call), the epilogue both
 // kernels share, and the mma.sync kernel. Two kernels take a product (docs/cuda.md, "8-bit
 // GEMMs"):
-//   sm90a/gemm_wgmma.cu  wgmma m64n256k32 fed by TMA on compute capability 9.0, for products of
-//                   at least 64 x 64 whose rows TMA can describe: a and b both K-major (unit
-//                   stride along K), 16-byte aligned with row strides of whole 16 bytes.
-//   this file       mma.sync m16n8k32 (sm_89 and later) for every other product: any strides
-//                   (b N-major, padded rows, odd K), any M, N, K.
+//   sm90a/gemm_wgmma.cu  wgmma fed by TMA on compute capability 9.0, for products of at least
+//                   64 x 64 whose rows TMA can describe (a and b both K-major, 16-byte aligned
+//                   with row strides of whole 16 bytes), or that run_gemm8 first packs so (a
+//                   row-major b copied K-contiguous into the workspace).
+//   this file       mma.sync m16n8k32 (sm_89 and later) for the rest (M or N below 64, other
+//                   devices): any strides (b N-major, padded rows, odd K), any M, N, K.
 //
 // mma.sync kernel: block tile 128 (M) x 128 (N), K in steps of 128 (one 128-byte row of 8-bit
 // elements); 8 warps as 2 (M) x 4 (N), each owning 64 x 32 of the output (4 x 4 mma tiles).
@@ -23,9 +24,9 @@
 //   general  byte loads into registers for any strides (b N-major: consecutive threads read
 //            consecutive n), packed into 16-byte K-major chunks, 2 stages.
 // FP8 accumulation: Hopper's FP8 tensor-core accumulation keeps fewer bits than f32 (what
-// cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0, torch's use_fast_accum=False, avoid), so each
-// k tile of 128 is accumulated by the tensor cores from zero and then added to f32 registers
-// (both kernels). s8 products are exact in s32.
+// cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0, torch's use_fast_accum=False, avoid), so the
+// tensor cores sum at most 128 products from zero (the wgmma kernel: a k tile; this one: 64, half
+// a k tile) before they are added to f32 registers. s8 products are exact in s32.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -240,54 +241,60 @@ __device__ __forceinline__ void fetch_tile_general(uint4 (&v)[gemm::kGeneralChun
   }
 }
 
-// The MMAs of one stage: 4 k-steps of 32. Warp (wm, wn) covers rows wm * 64 .. + 63 and columns
-// wn * 32 .. + 31 of the block tile; the ldmatrix addressing is gemm::mma_stage's k_inner one
-// (see the top of this file). B's fragments of the whole stage are loaded first (32 registers),
-// then A's of one 16-row slice at a time, whose 4 output tiles take the stage's 4 k-steps: FP8
-// sums them from zero in 16 registers and adds them to the f32 accumulators once per stage (the
-// promotion above) without a second set of accumulators; s8 accumulates directly.
+// The MMAs of one stage: 4 k-steps of 32, in two halves of 2. Warp (wm, wn) covers rows
+// wm * 64 .. + 63 and columns wn * 32 .. + 31 of the block tile; the ldmatrix addressing is
+// gemm::mma_stage's k_inner one (see the top of this file). Per half, B's fragments are loaded
+// once (16 registers), then A's per 16-row slice, whose 4 output tiles take the half's 2
+// k-steps: FP8 sums them from zero in 16 registers and adds them to the f32 accumulators (the
+// promotion above, every 64 products) without a second set of accumulators; s8 accumulates
+// directly. Each fragment is loaded once per stage, as with one pass over the 4 k-steps.
 template <typename TA, typename TB>
 __device__ __forceinline__ void mma_stage(Acc<TA, TB> (&acc)[4][4][4], uint32_t tile_a, uint32_t tile_b, int wm, int wn,
                                           int lane) {
-  constexpr int kSteps = kBK / 32;
-  uint32_t bf[kSteps][4][2];
+  constexpr int kHalf = kBK / 64;  // k-steps of 32 per half
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk)
+  for (int half = 0; half < 2; ++half) {
+    uint32_t bf[kHalf][4][2];
 #pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {
-      uint32_t r[4];
-      gemm::ldmatrix_x4(r, tile_b + chunk_offset(wn * 32 + jj * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                 kk * 2 + ((lane >> 3) & 1)));
-      bf[kk][2 * jj][0] = r[0];
-      bf[kk][2 * jj][1] = r[1];
-      bf[kk][2 * jj + 1][0] = r[2];
-      bf[kk][2 * jj + 1][1] = r[3];
-    }
+    for (int s = 0; s < kHalf; ++s)
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    uint32_t af[kSteps][4];
+      for (int jj = 0; jj < 2; ++jj) {
+        uint32_t r[4];
+        const int kk = half * kHalf + s;
+        gemm::ldmatrix_x4(r, tile_b + chunk_offset(wn * 32 + jj * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                   kk * 2 + ((lane >> 3) & 1)));
+        bf[s][2 * jj][0] = r[0];
+        bf[s][2 * jj][1] = r[1];
+        bf[s][2 * jj + 1][0] = r[2];
+        bf[s][2 * jj + 1][1] = r[3];
+      }
 #pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk)
-      gemm::ldmatrix_x4(af[kk], tile_a + chunk_offset(wm * 64 + i * 16 + (lane & 15), kk * 2 + (lane >> 4)));
-    if constexpr (std::is_same_v<Acc<TA, TB>, float>) {
-      float part[4][4];
+    for (int i = 0; i < 4; ++i) {
+      uint32_t af[kHalf][4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int s = 0; s < kHalf; ++s)
+        gemm::ldmatrix_x4(af[s],
+                          tile_a + chunk_offset(wm * 64 + i * 16 + (lane & 15), (half * kHalf + s) * 2 + (lane >> 4)));
+      if constexpr (std::is_same_v<Acc<TA, TB>, float>) {
+        float part[4][4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
+          for (int e = 0; e < 4; ++e) part[j][e] = 0.f;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_16832<TA, TB>(part[j], af[kk], bf[kk][j][0], bf[kk][j][1]);
+        for (int s = 0; s < kHalf; ++s)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+          for (int j = 0; j < 4; ++j) mma_16832<TA, TB>(part[j], af[s], bf[s][j][0], bf[s][j][1]);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[j][e];
-    } else {
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
+          for (int e = 0; e < 4; ++e) acc[i][j][e] += part[j][e];
+      } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_16832<TA, TB>(acc[i][j], af[kk], bf[kk][j][0], bf[kk][j][1]);
+        for (int s = 0; s < kHalf; ++s)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) mma_16832<TA, TB>(acc[i][j], af[s], bf[s][j][0], bf[s][j][1]);
+      }
     }
   }
 }
