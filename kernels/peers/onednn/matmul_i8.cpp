@@ -1,0 +1,33 @@
+// matmul_i8 as oneDNN's int8 matmul primitive: a (s8) as src, b (s8) as weights, y (s32) as dst,
+// each described by its strides (a transposed or padded operand is a memory::desc, not a copy).
+// No scales or zero points: y is the exact s32 sum, as torch._int_mm's.
+#include "kernels/peers/onednn/onednn_common.h"
+
+namespace dnnb::onednn {
+namespace {
+
+Result<Prepared> make_matmul_i8(const Problem&, const std::vector<Layout>& in, const std::vector<Layout>& out) {
+  auto a = memory_desc(in.at(0));
+  if (!a) return a.status();
+  auto b = memory_desc(in.at(1));
+  if (!b) return b.status();
+  auto y = memory_desc(out.at(0));
+  if (!y) return y.status();
+  dnnl::matmul::desc desc(*a, *b, *y);
+  dnnl::matmul::primitive_desc pd(desc, cpu_engine());
+  return Prepared{dnnl::matmul(pd), {{DNNL_ARG_SRC, *a}, {DNNL_ARG_WEIGHTS, *b}}, {{DNNL_ARG_DST, *y}}};
+}
+
+PeerOp matmul_i8_peer() {
+  PeerOp op;
+  op.op = "matmul_i8";
+  op.dtypes = {DType::i8};
+  op.make = make_matmul_i8;
+  op.compute_unit_for = [](const Problem&, const DeviceRuntime&) { return std::string("i8_vnni"); };
+  return op;
+}
+
+DNNB_REGISTER(register_peer(matmul_i8_peer()));
+
+}  // namespace
+}  // namespace dnnb::onednn
