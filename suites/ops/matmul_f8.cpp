@@ -94,7 +94,7 @@ OpSpec make_matmul_f8_spec() {
                          "31x37x41:a.dt=f8_e5m2", "31x37x41:b.dt=f8_e5m2,y.dt=f32",
                          "64x64x256:a.dt=f8_e5m2,scale=row", "64x64x256:b.dt=f8_e5m2,b.layout=transposed",
                          "2000x16x96", "16x2000x96", "3000x3x64:scale=row",
-                         "16x16x16384", "16x16x16384:scale=row,b.layout=transposed"};
+                         "16x16x16384", "16x16x16384:b.layout=transposed,scale=row"};
   // torch._scaled_mm on CUDA takes b column-major: every bench problem has b.layout=transposed.
   spec.bench_problems = {"8192x8192x8192:b.layout=transposed", "8192x8192x8192:b.layout=transposed,scale=row",
                          "4096x4096x4096:b.layout=transposed",
