@@ -560,9 +560,8 @@ Status launch(const CudaDevice& device, const Attn& a, float* ws) {
   const int64_t rows_blocks = ceil_div(heads * sq_pad, 8);
   const int64_t m_blocks = ceil_div(a.sq, Dq::kBM), n_blocks = ceil_div(a.sk, Dkv::kBN);
   const int64_t dq_blocks = m_blocks * heads, dkv_blocks = n_blocks * a.batch * a.kv_heads;
-  if (std::max({rows_blocks, dq_blocks, dkv_blocks}) > INT_MAX || heads * sq_pad > INT_MAX)
-    return Status::unsupported("cuda sdpa_bwd: " + std::to_string(std::max(rows_blocks, dq_blocks)) +
-                               " blocks exceed the grid");
+  const int64_t most = std::max({rows_blocks, dq_blocks, dkv_blocks});
+  if (most > INT_MAX) return Status::unsupported("cuda sdpa_bwd: " + std::to_string(most) + " blocks exceed the grid");
   auto map = [&](const Operand& x, int64_t rows, int64_t n_heads, uint32_t box) {
     return operand_map(std::is_same_v<T, __nv_bfloat16> ? DType::bf16 : DType::f16, x, D, rows, n_heads, a.batch,
                        box);
