@@ -70,7 +70,11 @@ Packed pack(int64_t m, int64_t n, int64_t words, WordA&& word_a, WordB&& word_b,
 template <class Kind>
 DNNB_AVX512_Q8 inline __attribute__((always_inline)) void tile(const Packed& p, int64_t r0, int64_t q,
                                                                typename Kind::Acc (&acc)[kQ8MR][2]) {
-  for (auto& row : acc) row[0] = row[1] = Kind::zero();
+  // Sums in locals, copied out once: with the output array itself as the loop's accumulator
+  // GCC kept two copies of every sum and moved them each step.
+  typename Kind::Acc c0[kQ8MR], c1[kQ8MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < kQ8MR; ++r) c0[r] = c1[r] = Kind::zero();
   const uint32_t* a = p.a.data() + r0 * p.words;
   const uint32_t* b = p.b.data() + q * p.words * kQ8NR;
   const int64_t words = p.words;
@@ -80,9 +84,14 @@ DNNB_AVX512_Q8 inline __attribute__((always_inline)) void tile(const Packed& p, 
 #pragma GCC unroll 8
     for (int r = 0; r < kQ8MR; ++r) {
       const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * words + w]));
-      acc[r][0] = Kind::dot(acc[r][0], av, b0);
-      acc[r][1] = Kind::dot(acc[r][1], av, b1);
+      c0[r] = Kind::dot(c0[r], av, b0);
+      c1[r] = Kind::dot(c1[r], av, b1);
     }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kQ8MR; ++r) {
+    acc[r][0] = c0[r];
+    acc[r][1] = c1[r];
   }
 }
 
