@@ -442,7 +442,9 @@ int64_t GgufFile::as_int64(const GgufKeyValue& kv, uint64_t i) const {
     case GgufType::i32: return load_le<int32_t>(p);
     case GgufType::i64: return load_le<int64_t>(p);
     case GgufType::boolean: return *p != 0;  // ggml reads any nonzero byte as true
-    default: return static_cast<int64_t>(as_uint64(kv, i));
+    case GgufType::u8: case GgufType::u16: case GgufType::u32: case GgufType::u64:
+      return static_cast<int64_t>(as_uint64(kv, i));
+    default: return 0;  // not an integer type
   }
 }
 
@@ -453,7 +455,10 @@ uint64_t GgufFile::as_uint64(const GgufKeyValue& kv, uint64_t i) const {
     case GgufType::u16: return load_le<uint16_t>(p);
     case GgufType::u32: return load_le<uint32_t>(p);
     case GgufType::u64: return load_le<uint64_t>(p);
-    default: return static_cast<uint64_t>(as_int64(kv, i));
+    case GgufType::i8: case GgufType::i16: case GgufType::i32: case GgufType::i64:
+    case GgufType::boolean:
+      return static_cast<uint64_t>(as_int64(kv, i));
+    default: return 0;  // not an integer type
   }
 }
 

@@ -83,8 +83,10 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
   // Element `i` of a numeric or bool value as a double (bool: 0 or 1; 64-bit integers beyond
-  // 2^53 round) and the exact integer forms; the string `i` of a string value. Preconditions:
-  // i < kv.count and the value has that kind of type (the reader validated the bytes).
+  // 2^53 round) and the exact integer forms (an integer of the other signedness converts as
+  // C++ does; 0 for a float type); the string `i` of a string value. Preconditions:
+  // i < kv.count and the value is not a string (strings: not a number), which the reader's
+  // bounds make safe to read.
   double number(const GgufKeyValue& kv, uint64_t i) const;
   int64_t as_int64(const GgufKeyValue& kv, uint64_t i) const;    // signed types and bool
   uint64_t as_uint64(const GgufKeyValue& kv, uint64_t i) const;  // unsigned types

@@ -154,7 +154,10 @@ void print_text(const GgufFile& file) {
       continue;
     }
     const TensorStats stats = compute_stats(info);
-    if (stats.count > 0)
+    const bool integer = info.type == 24 || info.type == 25 || info.type == 26 || info.type == 27;
+    if (stats.count > 0 && integer)  // integers print whole (exact up to 2^53)
+      std::printf("  min=%.17g max=%.17g mean=%.9g", stats.min, stats.max, stats.mean());
+    else if (stats.count > 0)
       std::printf("  min=%.9g max=%.9g mean=%.9g", stats.min, stats.max, stats.mean());
     else
       std::printf("  min=- max=- mean=-");
