@@ -108,7 +108,10 @@ Tolerance dot_product_tolerance(DType output, const DotProductError& error, doub
   Tolerance t;
   t.rtol = dtype_epsilon(output);
   const double k = static_cast<double>(std::max<int64_t>(error.length, 1));
-  t.atol = kLambda * (std::sqrt(k) * kF32UnitRoundoff + 2 * error.input_unit_roundoff) * magnitude_rms;
+  const double run = static_cast<double>(std::min(std::max<int64_t>(error.chunk_length, 0), error.length));
+  t.atol = kLambda *
+           (std::sqrt(k) * kF32UnitRoundoff + std::sqrt(run) * error.chunk_unit_roundoff + 2 * error.input_unit_roundoff) *
+           magnitude_rms;
   if (t.atol < smallest_subnormal(output)) t.atol = smallest_subnormal(output);
   return t;
 }

@@ -66,10 +66,15 @@ enum class ToleranceClass {
 
 // How an output of a dot_product op is formed, for its tolerance (core/compare.h,
 // docs/conformance.md): each element sums `length` products accumulated in f32; inputs the
-// kernel may round first (tf32) add `input_unit_roundoff` per product.
+// kernel may round first (tf32) add `input_unit_roundoff` per product. Products that the
+// op's defining implementation sums in runs of `chunk_length` in a narrower accumulator before
+// adding each run to f32 (Hopper's FP8 tensor cores, as torch._scaled_mm runs them) add
+// `chunk_unit_roundoff` per addition inside a run.
 struct DotProductError {
   int64_t length = 0;
   double input_unit_roundoff = 0;
+  int64_t chunk_length = 0;
+  double chunk_unit_roundoff = 0;
 };
 
 // The error bound of one output of an op whose bound comes from the problem and its inputs

@@ -1,6 +1,6 @@
 // An embedding id outside the table is bad input on every backend (torch raises IndexError),
-// reported by run() or, for a kernel that must not make its launch wait for the GPU (CUDA), by
-// the device's next synchronize() (devices/cuda/cuda_deferred.h): either way the case ends
+// reported by run() or, for a kernel that must not make its launch wait for the device (CUDA, OpenCL), by
+// the device's next synchronize() (core/deferred_checks.h): either way the case ends
 // bad_input naming the position and the id. And launches back to back, with no synchronize in
 // between (what bench and a model step do), all succeed, past any ring of pending reports.
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "devices/cuda/cuda_deferred.h"
+#include "core/deferred_checks.h"
 
 namespace dnnb {
 
@@ -91,7 +91,7 @@ Status CudaDevice::download(void* dst, const Buffer& src, size_t src_offset, siz
 Status CudaDevice::synchronize() {
   DNNB_TRY(activate());
   DNNB_CUDA_TRY(cudaStreamSynchronize(stream_));
-  return run_deferred_checks(*this);  // what launches left to report (cuda_deferred.h)
+  return run_deferred_checks(*this);  // what launches left to report (core/deferred_checks.h)
 }
 
 void CudaDevice::release(Buffer& buffer) noexcept {

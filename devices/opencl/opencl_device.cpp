@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/deferred_checks.h"
+
 namespace dnnb {
 
 const char* opencl_error_name(cl_int err) {
@@ -164,7 +166,7 @@ Status OpenCLDevice::download(void* dst, const Buffer& src, size_t src_offset, s
 
 Status OpenCLDevice::synchronize() {
   DNNB_CL_TRY(clFinish(queue_));
-  return Status::ok();
+  return run_deferred_checks(*this);  // what launches left to report (core/deferred_checks.h)
 }
 
 void OpenCLDevice::release(Buffer& buffer) noexcept {

@@ -19,20 +19,22 @@
 // them: 16-byte accesses when every table row and y row starts 16-byte aligned with unit column
 // stride, one access per element otherwise.
 //
-// An id outside [0, V) is never read through: the kernels skip its row and atomicMin the token
-// position into the first word of the 16-byte workspace (set to all-ones before the launch); a
-// one-thread kernel then puts that token's id in the second word, and both words are copied
-// asynchronously into a slot of a pinned host ring. The launch does not wait for any of it: a
-// check deferred to the device's next synchronize() (devices/cuda/cuda_deferred.h) reads the
-// slot and returns bad_input naming the first bad position and its id, as the reference returns
-// and as torch's device-side assert surfaces at its next synchronisation. The ring holds
-// kReportSlots pending reports; a launch that would reuse a slot still pending synchronises the
-// device first (once per kReportSlots launches without a synchronize, e.g. in bench).
+// An id outside [0, V) is never read through: the kernels skip its row and record the token
+// position in a per-device report state (atomicMax of ~0 - position, so the lowest position
+// wins; 0 = none). The block of the launch that finishes last (a counter in the same state)
+// writes the lowest bad position and its id, or "none", into a slot of a ring in mapped pinned
+// host memory and resets the state for the next launch: one kernel per launch, nothing else
+// queued. The launch does not wait for any of it: a check deferred to the device's next
+// synchronize() (core/deferred_checks.h) reads the slot and returns bad_input naming the first
+// bad position and its id, as the reference returns and as torch's device-side assert surfaces
+// at its next synchronisation. The ring holds kReportSlots pending reports; a launch that would
+// reuse a slot still pending synchronises the device first (once per kReportSlots launches
+// without a synchronize, e.g. in bench).
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
-#include "devices/cuda/cuda_deferred.h"
+#include "core/deferred_checks.h"
 #include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/copy_common.cuh"
 #include "suites/ops/layout_desc.h"
@@ -48,6 +50,43 @@ inline constexpr int kEmbedUnroll = 4;  // 16-byte chunks per lane per segment
 inline constexpr int kEmbedWarps = kCopyThreads / 32;
 inline constexpr unsigned long long kNoBadId = ~0ull;
 
+// The bad-id report of the launch in progress (device memory, zero between launches) and where
+// its last block writes the outcome: slot[0] the lowest bad position (kNoBadId: none), slot[1]
+// that position's id.
+struct ReportState {
+  unsigned long long lowest;  // ~0 - the lowest bad position seen; 0 = none
+  unsigned int blocks_done;
+};
+struct ReportTarget {
+  ReportState* state = nullptr;
+  unsigned long long* slot = nullptr;  // mapped pinned host memory, 2 words
+  const void* ids = nullptr;
+  int64_t id_stride = 1;
+};
+
+__device__ __forceinline__ void record_bad_id(ReportState* state, uint32_t token) {
+  atomicMax(&state->lowest, ~0ull - token);
+}
+
+// Once per block, by one thread, after the block's work: the block that finishes last writes the
+// launch's report and resets the state.
+template <typename Id>
+__device__ void finish_report(const ReportTarget& r) {
+  __threadfence();  // this block's record_bad_id before its arrival
+  if (atomicAdd(&r.state->blocks_done, 1u) + 1 != gridDim.x) return;
+  __threadfence();
+  const unsigned long long lowest = atomicExch(&r.state->lowest, 0ull);
+  atomicExch(&r.state->blocks_done, 0u);
+  if (lowest == 0) {
+    r.slot[0] = kNoBadId;
+    return;
+  }
+  const unsigned long long token = ~0ull - lowest;
+  r.slot[0] = token;
+  r.slot[1] = static_cast<unsigned long long>(
+      static_cast<int64_t>(static_cast<const Id*>(r.ids)[static_cast<int64_t>(token) * r.id_stride]));
+}
+
 struct EmbeddingArgs {
   const void* ids = nullptr;
   int64_t id_stride = 1;
@@ -59,11 +98,11 @@ struct EmbeddingArgs {
   uint32_t dim = 0;
   FastDivmod segs;  // segments per token
   uint32_t slots = 0;  // tokens * segments
-  unsigned long long* bad = nullptr;
+  ReportTarget report;
 };
 
 template <typename E, typename Id, bool kVector>
-__host__ __device__ __forceinline__ void embedding_thread(const EmbeddingArgs& a, uint32_t block, uint32_t thread) {
+__device__ __forceinline__ void embedding_thread(const EmbeddingArgs& a, uint32_t block, uint32_t thread) {
   constexpr int V = 16 / static_cast<int>(sizeof(E));
   constexpr uint32_t kSegElems = 32 * kEmbedUnroll * V;
   using C = Chunk<E, V>;
@@ -73,13 +112,7 @@ __host__ __device__ __forceinline__ void embedding_thread(const EmbeddingArgs& a
   const uint32_t token = a.segs.divmod(slot, seg);
   const int64_t id = static_cast<int64_t>(static_cast<const Id*>(a.ids)[static_cast<int64_t>(token) * a.id_stride]);
   if (id < 0 || id >= a.vocab) {
-    if (lane == 0 && seg == 0) {
-#if defined(__CUDA_ARCH__)
-      atomicMin(a.bad, static_cast<unsigned long long>(token));
-#else
-      if (token < *a.bad) *a.bad = token;
-#endif
-    }
+    if (lane == 0 && seg == 0) record_bad_id(a.report.state, token);
     return;
   }
   const E* src = static_cast<const E*>(a.table) + id * a.row_stride;
@@ -114,6 +147,8 @@ DNNB_COPY_UNROLL
 template <typename E, typename Id, bool kVector>
 __global__ void __launch_bounds__(kCopyThreads) embedding_kernel(EmbeddingArgs a) {
   embedding_thread<E, Id, kVector>(a, blockIdx.x, threadIdx.x);
+  __syncthreads();
+  if (threadIdx.x == 0) finish_report<Id>(a.report);
 }
 
 inline constexpr uint32_t kGatherPiece = 4096;  // bytes of a row per bulk copy (a ring stage)
@@ -131,7 +166,7 @@ struct GatherArgs {
   uint32_t row_bytes = 0;  // bytes of one row's values (a multiple of 16)
   FastDivmod pieces;       // pieces per row
   uint64_t units = 0;      // tokens * pieces
-  unsigned long long* bad = nullptr;
+  ReportTarget report;
 };
 
 // Block b takes units b, b + gridDim.x, ...; its i-th unit uses stage i % kGatherStages, whose
@@ -145,8 +180,7 @@ __global__ void __launch_bounds__(32) embedding_bulk_kernel(GatherArgs a) {
   __shared__ __align__(8) uint64_t full[kGatherStages];
   if (threadIdx.x != 0) return;
   const uint64_t first = blockIdx.x, stride = gridDim.x;
-  if (first >= a.units) return;
-  const uint64_t count = (a.units - first + stride - 1) / stride;
+  const uint64_t count = first < a.units ? (a.units - first + stride - 1) / stride : 0;
   for (int s = 0; s < kGatherStages; ++s) mbar_init(smem_addr(&full[s]), 1);
   fence_mbarrier_init();
 
@@ -171,7 +205,7 @@ __global__ void __launch_bounds__(32) embedding_bulk_kernel(GatherArgs a) {
     const uint32_t bar = smem_addr(&full[stage]);
     const Unit u = unit_of(i);
     if (!u.src) {
-      if (u.offset == 0) atomicMin(a.bad, static_cast<unsigned long long>(u.token));
+      if (u.offset == 0) record_bad_id(a.report.state, u.token);
       mbar_arrive(bar);
       return;
     }
@@ -192,20 +226,16 @@ __global__ void __launch_bounds__(32) embedding_bulk_kernel(GatherArgs a) {
     }
   }
   bulk_wait<0>();
+  finish_report<Id>(a.report);
 }
 
-// report[1] = ids[report[0]] when a bad id was seen (report[0] is its position, else all-ones).
-template <typename Id>
-__global__ void embedding_bad_id_kernel(const void* ids, int64_t id_stride, unsigned long long* report) {
-  if (report[0] != kNoBadId)
-    report[1] = static_cast<unsigned long long>(
-        static_cast<int64_t>(static_cast<const Id*>(ids)[static_cast<int64_t>(report[0]) * id_stride]));
-}
-
-// The pinned host slots the reports are copied into: a ring per device, allocated once.
+// Per device: the report state (device memory, zeroed once) and the ring of mapped pinned host
+// slots the launches' reports land in, allocated at the first launch.
 inline constexpr size_t kReportSlots = 1024;
 struct ReportRing {
-  unsigned long long* slots = nullptr;  // kReportSlots x 2 words, cudaHostAlloc'd
+  ReportState* state = nullptr;
+  unsigned long long* slots = nullptr;  // kReportSlots x 2 words, host address
+  unsigned long long* device_slots = nullptr;  // the same memory, device address
   size_t next = 0;
 };
 std::mutex& report_mutex() {
@@ -254,14 +284,37 @@ Status run_embedding(OpCall& call) {
     return Status::bad_input("cuda embedding: ids " + ids.describe() + ", table " + table.describe() + ", y " +
                              y.describe() + " do not match " + call.problem.to_string());
   if (y.strides[1] != 1) return Status::unsupported("cuda embedding writes unit-stride rows of y, got " + y.describe());
-  const Tensor& ws = call.workspace;
-  if (!ws.buffer || ws.buffer->handle == nullptr || storage_bytes(ws.dtype, ws.numel()) < 2 * sizeof(unsigned long long))
-    return Status::error("cuda embedding: the 16-byte workspace for the bad-id report is missing");
-  auto* bad = data_ptr<unsigned long long>(ws);
-  if (reinterpret_cast<uintptr_t>(bad) % alignof(unsigned long long) != 0)
-    return Status::error("cuda embedding: the workspace is not 8-byte aligned");
-
   if (d->tokens == 0) return Status::ok();
+
+  // The slot this launch reports into: the next of the ring, once no pending check still reads
+  // it. The first launch on a device allocates the state and the ring (outside any timing: bench
+  // warms up first).
+  if (deferred_check_count(**device) >= kReportSlots) DNNB_TRY(call.device.synchronize());
+  ReportTarget report;
+  unsigned long long* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(report_mutex());
+    ReportRing& ring = report_rings()[*device];
+    if (!ring.slots) {
+      void* state = nullptr;
+      DNNB_CUDA_TRY(cudaMalloc(&state, sizeof(ReportState)));
+      DNNB_CUDA_TRY(cudaMemset(state, 0, sizeof(ReportState)));
+      void* p = nullptr;
+      DNNB_CUDA_TRY(cudaHostAlloc(&p, kReportSlots * 2 * sizeof(unsigned long long), cudaHostAllocMapped));
+      void* dp = nullptr;
+      DNNB_CUDA_TRY(cudaHostGetDevicePointer(&dp, p, 0));
+      ring.state = static_cast<ReportState*>(state);
+      ring.slots = static_cast<unsigned long long*>(p);
+      ring.device_slots = static_cast<unsigned long long*>(dp);
+    }
+    const size_t at = 2 * (ring.next++ % kReportSlots);
+    slot = ring.slots + at;
+    report.state = ring.state;
+    report.slot = ring.device_slots + at;
+  }
+  report.ids = data_ptr<char>(ids);
+  report.id_stride = ids.strides[0];
+
   const int esize = static_cast<int>(storage_bytes(table.dtype, 1));
   const int vec_elems = 16 / esize;
   EmbeddingArgs a;
@@ -281,14 +334,13 @@ Status run_embedding(OpCall& call) {
                                " values exceed its 32-bit indexing");
   a.segs = FastDivmod::of(static_cast<uint32_t>(segs));
   a.slots = static_cast<uint32_t>(d->tokens * segs);
-  a.bad = bad;
+  a.report = report;
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool vec = aligned(a.table) && aligned(a.y) && a.col_stride == 1 && a.row_stride % vec_elems == 0 &&
                    a.y_row_stride % vec_elems == 0;
   const auto blocks = static_cast<uint32_t>(ceil_div(a.slots, kEmbedWarps));  // >= 1
 
   const cudaStream_t stream = (*device)->stream();
-  DNNB_CUDA_TRY(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), stream));
   const bool ids64 = ids.dtype == DType::i64;
   const int64_t row_bytes = d->dim * esize;
   if (vec && row_bytes >= kGatherMinRowBytes && row_bytes % 16 == 0 && bulk_gather_enabled()) {
@@ -307,7 +359,7 @@ Status run_embedding(OpCall& call) {
                                  std::to_string(pieces) + " pieces exceed its 32-bit indexing");
     g.pieces = FastDivmod::of(static_cast<uint32_t>(pieces));
     g.units = static_cast<uint64_t>(d->tokens * pieces);
-    g.bad = bad;
+    g.report = report;
     auto kernel = ids64 ? embedding_bulk_kernel<int64_t> : embedding_bulk_kernel<int32_t>;
     int per_sm = 0;
     DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, 0));
@@ -322,23 +374,6 @@ Status run_embedding(OpCall& call) {
           : launch_embedding<uint16_t, int32_t>(vec, blocks, stream, a);
   }
   DNNB_CUDA_CHECK_LAUNCH();
-  (ids64 ? embedding_bad_id_kernel<int64_t> : embedding_bad_id_kernel<int32_t>)<<<1, 1, 0, stream>>>(a.ids, a.id_stride, bad);
-  DNNB_CUDA_CHECK_LAUNCH();
-
-  // Where the report goes: the next slot of the ring, once no pending check still reads it.
-  if (deferred_check_count(**device) >= kReportSlots) DNNB_TRY(call.device.synchronize());
-  unsigned long long* slot = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(report_mutex());
-    ReportRing& ring = report_rings()[*device];
-    if (!ring.slots) {
-      void* p = nullptr;
-      DNNB_CUDA_TRY(cudaHostAlloc(&p, kReportSlots * 2 * sizeof(unsigned long long), cudaHostAllocDefault));
-      ring.slots = static_cast<unsigned long long*>(p);
-    }
-    slot = ring.slots + 2 * (ring.next++ % kReportSlots);
-  }
-  DNNB_CUDA_TRY(cudaMemcpyAsync(slot, bad, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   defer_until_synchronize(**device, [slot, vocab = d->vocab]() -> Status {
     if (slot[0] == kNoBadId) return Status::ok();
     return Status::bad_input("embedding: ids[" + std::to_string(slot[0]) + "] = " +
@@ -348,27 +383,7 @@ Status run_embedding(OpCall& call) {
   return Status::ok();
 }
 
-// register_cuda, plus the 8-byte workspace for the bad-id flag.
-bool register_embedding() {
-  Implementation impl;
-  impl.op = "embedding";
-  impl.backend = "cuda";
-  impl.dtypes = {DType::f32, DType::f16, DType::bf16};
-  impl.supports = [dtypes = impl.dtypes](const Problem& problem, const DeviceRuntime& device) {
-    if (device.info().kind != DeviceKind::cuda)
-      return Status::unsupported("cuda kernels run on CUDA devices, not " + device.info().id);
-    if (std::find(dtypes.begin(), dtypes.end(), problem.dtype) == dtypes.end())
-      return Status::unsupported(std::string("cuda embedding has no ") + dtype_name(problem.dtype) + " kernel");
-    return Status::ok();
-  };
-  impl.run = run_embedding;
-  impl.workspace_bytes = [](const Problem&, const DeviceRuntime&) -> Result<size_t> {
-    return 2 * sizeof(unsigned long long);
-  };
-  return Registry::instance().add_implementation(std::move(impl));
-}
-
-DNNB_REGISTER(register_embedding());
+DNNB_REGISTER(register_cuda("embedding", "", "", {DType::f32, DType::f16, DType::bf16}, run_embedding));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels

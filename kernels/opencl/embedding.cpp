@@ -1,10 +1,15 @@
 // embedding on OpenCL: y[t] = table[ids[t]], a bit-exact gather of rows (embedding.cl, in the
 // layout-copy program). ids are i64 or i32. An id outside [0, V) is never read through: the
-// kernel records the lowest such position in a device flag, which is read back after the launch
-// and reported as bad input naming the position and the id.
+// kernel records the lowest such position in a device flag, a one-item kernel adds that
+// position's id, and the 16 bytes are read into host memory without waiting (the queue is in
+// order). A check deferred to the device's next synchronize() (core/deferred_checks.h) reports
+// bad input naming the position and the id, as the CUDA embedding does: the launch itself never
+// waits for the device, so back-to-back launches (bench, a model's step) keep the queue full.
 #include <climits>
+#include <memory>
 #include <string>
 
+#include "core/deferred_checks.h"
 #include "kernels/opencl/layout_copy.h"
 #include "suites/ops/layout_desc.h"
 
@@ -32,8 +37,10 @@ Status run_embedding(OpCall& call) {
   if (y.numel() == 0) return Status::ok();
   auto kernel = layout_kernel(**device, table.dtype, "embedding_rows");
   if (!kernel) return kernel.status();
-  auto flag = (*device)->scratch(sizeof(cl_int));
+  auto flag = (*device)->scratch(16);  // int position, int pad, long id
   if (!flag) return flag.status();
+  auto bad_id = layout_kernel(**device, table.dtype, "embedding_bad_id");
+  if (!bad_id) return bad_id.status();
   const cl_int none = INT_MAX;
   cl_command_queue queue = (*device)->queue();
   DNNB_CL_TRY(clEnqueueFillBuffer(queue, *flag, &none, sizeof(none), 0, sizeof(none), 0, nullptr, nullptr));
@@ -46,24 +53,28 @@ Status run_embedding(OpCall& call) {
   DNNB_TRY(args.status());
   DNNB_TRY(launch_elementwise_rows(**device, *kernel, d->tokens, d->dim, "embedding/embedding_rows",
                                    layout_vector_width(table.dtype)));
-  cl_int bad = none;
-  DNNB_CL_TRY(clEnqueueReadBuffer(queue, *flag, CL_TRUE, 0, sizeof(bad), &bad, 0, nullptr, nullptr));
-  if (bad == none) return Status::ok();
-  // Name the id itself, read from the device.
-  int64_t id = 0;
-  const size_t id_bytes = dtype_size(ids.dtype);
-  const size_t at = static_cast<size_t>(ids.offset + bad * ids.strides[0]) * id_bytes;
-  if (ids.dtype == DType::i32) {
-    cl_int v = 0;
-    DNNB_CL_TRY(clEnqueueReadBuffer(queue, cl_buffer(ids), CL_TRUE, at, id_bytes, &v, 0, nullptr, nullptr));
-    id = v;
-  } else {
-    cl_long v = 0;
-    DNNB_CL_TRY(clEnqueueReadBuffer(queue, cl_buffer(ids), CL_TRUE, at, id_bytes, &v, 0, nullptr, nullptr));
-    id = v;
-  }
-  return Status::bad_input("embedding: ids[" + std::to_string(bad) + "] = " + std::to_string(id) +
-                           " is outside the table's " + std::to_string(d->vocab) + " rows");
+  KernelArgs id_args(*bad_id);
+  id_args.add(cl_buffer(ids)).add(cl_long{ids.offset}).add(cl_long{ids.strides[0]}).add(ids_i32).add(*flag);
+  DNNB_TRY(id_args.status());
+  const size_t one = 1;
+  DNNB_TRY(enqueue(**device, *bad_id, 1, &one, &one, "embedding/embedding_bad_id"));
+
+  // Bound the pending reports as the CUDA embedding's ring does (a bench loop never synchronises).
+  constexpr size_t kMaxPending = 1024;
+  if (deferred_check_count(**device) >= kMaxPending) DNNB_TRY(call.device.synchronize());
+  struct Report {
+    cl_int position, pad;
+    cl_long id;
+  };
+  static_assert(sizeof(Report) == 16, "the flag's 16 bytes");
+  auto report = std::make_shared<Report>();
+  DNNB_CL_TRY(clEnqueueReadBuffer(queue, *flag, CL_FALSE, 0, sizeof(Report), report.get(), 0, nullptr, nullptr));
+  defer_until_synchronize(**device, [report, vocab = d->vocab]() -> Status {
+    if (report->position == INT_MAX) return Status::ok();
+    return Status::bad_input("embedding: ids[" + std::to_string(report->position) + "] = " + std::to_string(report->id) +
+                             " is outside the table's " + std::to_string(vocab) + " rows");
+  });
+  return Status::ok();
 }
 
 bool register_embedding() { return register_opencl("embedding", float_dtypes(), run_embedding); }

@@ -1,4 +1,4 @@
-#include "devices/cuda/cuda_deferred.h"
+#include "core/deferred_checks.h"
 
 #include <map>
 #include <mutex>
@@ -12,19 +12,19 @@ std::mutex& deferred_mutex() {
   return m;
 }
 
-std::map<const CudaDevice*, std::vector<std::function<Status()>>>& deferred() {
-  static std::map<const CudaDevice*, std::vector<std::function<Status()>>> checks;
+std::map<const DeviceRuntime*, std::vector<std::function<Status()>>>& deferred() {
+  static std::map<const DeviceRuntime*, std::vector<std::function<Status()>>> checks;
   return checks;
 }
 
 }  // namespace
 
-void defer_until_synchronize(const CudaDevice& device, std::function<Status()> check) {
+void defer_until_synchronize(const DeviceRuntime& device, std::function<Status()> check) {
   std::lock_guard<std::mutex> lock(deferred_mutex());
   deferred()[&device].push_back(std::move(check));
 }
 
-Status run_deferred_checks(const CudaDevice& device) {
+Status run_deferred_checks(const DeviceRuntime& device) {
   std::vector<std::function<Status()>> checks;
   {
     std::lock_guard<std::mutex> lock(deferred_mutex());
@@ -40,7 +40,7 @@ Status run_deferred_checks(const CudaDevice& device) {
   return first;
 }
 
-size_t deferred_check_count(const CudaDevice& device) {
+size_t deferred_check_count(const DeviceRuntime& device) {
   std::lock_guard<std::mutex> lock(deferred_mutex());
   auto it = deferred().find(&device);
   return it == deferred().end() ? 0 : it->second.size();
