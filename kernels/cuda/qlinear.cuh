@@ -1,0 +1,264 @@
+// CUDA quantize_linear and dequantize_linear (docs/ops-family4.md, "quantize_linear and
+// dequantize_linear"), bit for bit suites/ops/qlinear_desc.h's rules:
+//   quantize:   v = rintf(__fmul_rn(x, __frcp_rn(scale))) (the IEEE reciprocal, one f32 multiply,
+//               cvt.rni: ties to even), clamped by fmaxf/fminf to [qmin - zp, qmax - zp] (fmaxf
+//               returns the other operand for NaN: qmin), then the exact integer + zp, its low byte.
+//   dequantize: __fmul_rn(__int2float_rn(q - zp), scale) (the difference exact, one multiply).
+// The __*_rn intrinsics keep every step one IEEE operation whatever nvcc contracts.
+//
+// Kernels (the layout of kernels/cuda/cast.cuh's flat body, which reached 90-96% of copy):
+//  - qlinear_flat_kernel, contiguous 16-byte aligned x and y. A step is G elements with one
+//    16-byte access on the wide (f32) side: quantize's step is 16 elements, four 16-byte loads of
+//    x and one 16-byte store of y; dequantize's is 4 elements, one 4-byte load of x and one 16-byte
+//    store of y. Neighbouring lanes take neighbouring steps (every warp-wide store writes whole
+//    lines); a thread issues the loads of kSteps steps (64 bytes of x) before converting and
+//    storing any; blocks of 256 threads take kSteps * 256 consecutive steps an iteration, in a
+//    grid-stride loop over the blocks resident at once. The n % G elements past the last step:
+//    block 0, one a thread.
+//    Parameters: per tensor read once per thread; per channel, when inner is a multiple of G a
+//    step lies in one channel (read once per step: the scale and zero point arrays stay in L1),
+//    else each element finds its own.
+//  - qlinear_rows_kernel, any other layout (or misaligned views): a block's threads along the
+//    columns of its rows, element by element; element (r, c) is logical element r * cols + c.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "suites/ops/qlinear_desc.h"
+
+namespace dnnb::cuda_kernels::qlinear_detail {
+
+inline constexpr int kThreads = 256;
+
+template <bool kQuantize, bool kSigned>
+struct Traits {
+  using Int = std::conditional_t<kSigned, int8_t, uint8_t>;
+  using Src = std::conditional_t<kQuantize, float, Int>;
+  using Dst = std::conditional_t<kQuantize, Int, float>;
+  static constexpr int kG = kQuantize ? 16 : 4;                        // elements a step
+  static constexpr int kSteps = kQuantize ? 1 : 16;                    // steps loaded before any store
+  static constexpr int kQmin = kSigned ? -128 : 0, kQmax = kSigned ? 127 : 255;
+};
+
+// What a channel contributes: the factor (1 / scale or scale), the zero point, quantize's bounds.
+struct Channel {
+  float factor, lo, hi;
+  int zp;
+};
+
+template <bool kQuantize, bool kSigned>
+__device__ __forceinline__ Channel channel_params(const float* __restrict__ scale, const int* __restrict__ zero_point,
+                                                  int64_t c) {
+  using T = Traits<kQuantize, kSigned>;
+  Channel ch;
+  const float s = __ldg(scale + c);
+  ch.zp = __ldg(zero_point + c);
+  ch.factor = kQuantize ? __frcp_rn(s) : s;
+  ch.lo = static_cast<float>(T::kQmin - ch.zp);
+  ch.hi = static_cast<float>(T::kQmax - ch.zp);
+  return ch;
+}
+
+__device__ __forceinline__ uint32_t quantize_one(float x, const Channel& ch) {
+  float v = rintf(__fmul_rn(x, ch.factor));
+  v = fminf(fmaxf(v, ch.lo), ch.hi);
+  return static_cast<uint32_t>(__float2int_rz(v) + ch.zp) & 0xFFu;
+}
+
+template <bool kSigned>
+__device__ __forceinline__ float dequantize_one(uint32_t byte, const Channel& ch) {
+  const int q = kSigned ? static_cast<int>(static_cast<int8_t>(byte)) : static_cast<int>(byte);
+  return __fmul_rn(__int2float_rn(q - ch.zp), ch.factor);
+}
+
+// Where the channel changes: per tensor none, per channel every `inner` elements of `channels`.
+struct Layout {
+  int64_t inner = 1, channels = 1;
+  bool per_channel = false;
+  bool step_in_one_channel = true;  // inner % G == 0
+  bool narrow = true;               // every index fits 32 bits: 32-bit divisions, far cheaper than 64-bit ones
+  __device__ __forceinline__ int64_t channel_of(int64_t i) const {
+    if (!per_channel) return 0;
+    if (narrow) return (static_cast<uint32_t>(i) / static_cast<uint32_t>(inner)) % static_cast<uint32_t>(channels);
+    return (i / inner) % channels;
+  }
+};
+
+template <bool kQuantize, bool kSigned>
+__global__ void __launch_bounds__(kThreads)
+    qlinear_flat_kernel(const void* __restrict__ x, void* __restrict__ y, int64_t n, const float* __restrict__ scale,
+                        const int* __restrict__ zero_point, Layout layout) {
+  using T = Traits<kQuantize, kSigned>;
+  constexpr int kLoadWords = kQuantize ? 16 : 1;  // 32-bit words of x a step
+  const int64_t steps = n / T::kG;
+  constexpr int64_t kPerIteration = int64_t{kThreads} * T::kSteps;
+  const Channel tensor_ch = channel_params<kQuantize, kSigned>(scale, zero_point, 0);
+  const auto* in = static_cast<const uint32_t*>(x);
+  auto* out = static_cast<uint4*>(y);
+  for (int64_t first = blockIdx.x * kPerIteration + threadIdx.x; first < steps; first += gridDim.x * kPerIteration) {
+    uint32_t words[T::kSteps][kLoadWords];  // every step's loads before any store
+#pragma unroll
+    for (int u = 0; u < T::kSteps; ++u) {
+      const int64_t s = first + int64_t{u} * kThreads;
+      if (s < steps) {
+        if constexpr (kQuantize) {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(in) + s * 4 + q);
+            words[u][4 * q] = v.x, words[u][4 * q + 1] = v.y, words[u][4 * q + 2] = v.z, words[u][4 * q + 3] = v.w;
+          }
+        } else {
+          words[u][0] = __ldg(in + s);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < T::kSteps; ++u) {
+      const int64_t s = first + int64_t{u} * kThreads;
+      if (s >= steps) continue;
+      Channel ch = tensor_ch;
+      if (layout.per_channel && layout.step_in_one_channel)
+        ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG));
+      uint32_t rw[4];  // the step's 16 bytes of y (fully unrolled: registers)
+      if constexpr (kQuantize) {
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          uint32_t packed = 0;
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const int e = 4 * w + b;
+            if (layout.per_channel && !layout.step_in_one_channel)
+              ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + e));
+            packed |= quantize_one(__uint_as_float(words[u][e]), ch) << (8 * b);
+          }
+          rw[w] = packed;
+        }
+      } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          if (layout.per_channel && !layout.step_in_one_channel)
+            ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + b));
+          rw[b] = __float_as_uint(dequantize_one<kSigned>((words[u][0] >> (8 * b)) & 0xFFu, ch));
+        }
+      }
+      out[s] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
+    }
+  }
+  if (blockIdx.x == 0)  // the n % G elements after the last whole step
+    for (int64_t i = steps * T::kG + threadIdx.x; i < n; i += kThreads) {
+      const Channel ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(i));
+      if constexpr (kQuantize)
+        static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(quantize_one(static_cast<const float*>(x)[i], ch));
+      else
+        static_cast<float*>(y)[i] = dequantize_one<kSigned>(static_cast<const uint8_t*>(x)[i], ch);
+    }
+}
+
+template <bool kQuantize, bool kSigned>
+__global__ void __launch_bounds__(kThreads)
+    qlinear_rows_kernel(RowView<const typename Traits<kQuantize, kSigned>::Src> x,
+                        typename Traits<kQuantize, kSigned>::Dst* __restrict__ y, const float* __restrict__ scale,
+                        const int* __restrict__ zero_point, Layout layout) {
+  const int64_t rows = x.ri.rows, cols = x.ri.cols;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const auto* xr = x.row(r);
+    for (int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; c < cols;
+         c += static_cast<int64_t>(gridDim.x) * kThreads) {
+      const int64_t i = r * cols + c;
+      const Channel ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(i));
+      const auto v = xr[c * x.ri.col_stride];
+      if constexpr (kQuantize)
+        y[i] = static_cast<typename Traits<kQuantize, kSigned>::Dst>(quantize_one(v, ch));
+      else
+        y[i] = dequantize_one<kSigned>(static_cast<uint8_t>(v), ch);
+    }
+  }
+}
+
+// Resident blocks of a kernel on the device, asked once per (kernel, device).
+inline Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(kernel, device.ordinal());
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0;
+  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
+  return known[key];
+}
+
+template <bool kQuantize, bool kSigned>
+Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const Tensor& scale, const Tensor& zero_point,
+              const ops::QlinearDesc& d) {
+  using T = Traits<kQuantize, kSigned>;
+  const int64_t n = y.numel();
+  if (n == 0) return Status::ok();
+  Layout layout;
+  layout.per_channel = d.per_channel();
+  layout.inner = d.inner;
+  layout.channels = d.channels;
+  layout.step_in_one_channel = d.inner % T::kG == 0;
+  layout.narrow = n <= int64_t{UINT32_MAX};
+  const auto* xp = data_ptr<const typename T::Src>(x);
+  auto* yp = data_ptr<typename T::Dst>(y);
+  const float* sp = data_ptr<const float>(scale);
+  const int* zp = data_ptr<const int>(zero_point);
+  const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
+    const void* kernel = reinterpret_cast<const void*>(&qlinear_flat_kernel<kQuantize, kSigned>);
+    auto resident = resident_blocks(kernel, device);
+    if (!resident) return resident.status();
+    // Every block resident at once (no second wave), none without an iteration of work.
+    const int64_t blocks = std::clamp<int64_t>(ceil_div(n / T::kG, int64_t{kThreads} * T::kSteps), 1, *resident);
+    qlinear_flat_kernel<kQuantize, kSigned>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n, sp, zp, layout);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  auto xv = make_row_view<const typename T::Src>(x);
+  if (!xv) return xv.status();
+  const int64_t max_blocks = static_cast<int64_t>(device.sm_count()) * 8;
+  const int64_t col_blocks = std::min<int64_t>(ceil_div(xv->ri.cols, kThreads), max_blocks);
+  const int64_t row_blocks = std::min<int64_t>({xv->ri.rows, 65535, std::max<int64_t>(1, max_blocks * 4 / col_blocks)});
+  const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_blocks));
+  qlinear_rows_kernel<kQuantize, kSigned><<<grid, kThreads, 0, device.stream()>>>(*xv, yp, sp, zp, layout);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+// The checks both ops make, then launch<kQuantize, signed or not>.
+template <bool kQuantize>
+Status run(OpCall& call) {
+  const char* op = kQuantize ? "cuda quantize_linear" : "cuda dequantize_linear";
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 3 || call.outputs.size() != 1)
+    return Status::bad_input(std::string(op) + ": expects inputs x, scale, zero_point and output y");
+  auto d = ops::qlinear_desc(call.problem, kQuantize);
+  if (!d) return d.status();
+  const Tensor& x = call.inputs[0];
+  const Tensor& scale = call.inputs[1];
+  const Tensor& zero_point = call.inputs[2];
+  const Tensor& y = call.outputs[0];
+  DNNB_TRY(expect_tensor(x, kQuantize ? DType::f32 : d->qtype, "x"));
+  DNNB_TRY(expect_tensor(y, kQuantize ? d->qtype : DType::f32, "y"));
+  DNNB_TRY(expect_tensor(scale, DType::f32, "scale"));
+  DNNB_TRY(expect_tensor(zero_point, DType::i32, "zero_point"));
+  if (scale.numel() != d->channels || zero_point.numel() != d->channels || !scale.is_contiguous() ||
+      !zero_point.is_contiguous())
+    return Status::bad_input(std::string(op) + ": scale and zero_point must be contiguous with " +
+                             std::to_string(d->channels) + " elements");
+  if (x.shape != y.shape || !y.is_contiguous())
+    return Status::bad_input(std::string(op) + ": y must be contiguous with x's shape (x " + x.describe() + ", y " +
+                             y.describe() + ")");
+  if (d->qtype == DType::i8) return launch<kQuantize, true>(**device, x, y, scale, zero_point, *d);
+  return launch<kQuantize, false>(**device, x, y, scale, zero_point, *d);
+}
+
+}  // namespace dnnb::cuda_kernels::qlinear_detail
