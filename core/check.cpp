@@ -164,39 +164,51 @@ constexpr uint8_t kPoisonByte = 0xFF;  // all-ones is NaN in f32, f16 and bf16
 struct GuardedOutput {
   Tensor view;
   size_t body_bytes = 0;
+  size_t guard_bytes = kGuardBytes;  // on each side
 };
 
+// A scalar dtype's output starts kGuardBytes into its buffer. A block format's offset must be
+// whole blocks (core/tensor.h), so its guard is 256 blocks: a multiple of 256 bytes for every
+// block size, which keeps the output 256-byte aligned too.
 Result<GuardedOutput> make_guarded_output(DeviceRuntime& device, const TensorSpec& spec) {
-  const size_t es = dtype_size(spec.dtype);
-  if (kGuardBytes % es != 0) return DNNB_ERROR("guard size is not a multiple of the element size");
   GuardedOutput out;
-  out.body_bytes = static_cast<size_t>(shape_numel(spec.shape)) * es;
-  auto buffer = device.allocate(out.body_bytes + 2 * kGuardBytes);
+  int64_t offset = 0;
+  if (is_block_format(spec.dtype)) {
+    offset = 256 * block_values(spec.dtype);
+    out.guard_bytes = storage_bytes(spec.dtype, offset);
+  } else {
+    const size_t es = dtype_size(spec.dtype);
+    if (kGuardBytes % es != 0) return DNNB_ERROR("guard size is not a multiple of the element size");
+    offset = static_cast<int64_t>(kGuardBytes / es);
+  }
+  out.body_bytes = storage_bytes(spec.dtype, shape_numel(spec.shape));
+  auto buffer = device.allocate(out.body_bytes + 2 * out.guard_bytes);
   if (!buffer) return buffer.status();
   out.view.dtype = spec.dtype;
   out.view.shape = spec.shape;
   out.view.strides = contiguous_strides(spec.shape);
-  out.view.offset = static_cast<int64_t>(kGuardBytes / es);
+  out.view.offset = offset;
   out.view.buffer = *buffer;
   return out;
 }
 
 Status poison(DeviceRuntime& device, GuardedOutput& out) {
-  std::vector<uint8_t> bytes(out.body_bytes + 2 * kGuardBytes, kGuardByte);
-  std::memset(bytes.data() + kGuardBytes, kPoisonByte, out.body_bytes);
+  std::vector<uint8_t> bytes(out.body_bytes + 2 * out.guard_bytes, kGuardByte);
+  std::memset(bytes.data() + out.guard_bytes, kPoisonByte, out.body_bytes);
   return device.upload(*out.view.buffer, 0, bytes.data(), bytes.size());
 }
 
 // Downloads the whole guarded buffer; fails if a guard byte changed.
 Status read_guarded(DeviceRuntime& device, const GuardedOutput& out, std::vector<uint8_t>& body) {
-  std::vector<uint8_t> bytes(out.body_bytes + 2 * kGuardBytes);
+  const size_t guard = out.guard_bytes;
+  std::vector<uint8_t> bytes(out.body_bytes + 2 * guard);
   DNNB_TRY(device.download(bytes.data(), *out.view.buffer, 0, bytes.size()));
   size_t before = 0, after = 0;
-  for (size_t i = 0; i < kGuardBytes; ++i) {
+  for (size_t i = 0; i < guard; ++i) {
     before += bytes[i] != kGuardByte;
-    after += bytes[kGuardBytes + out.body_bytes + i] != kGuardByte;
+    after += bytes[guard + out.body_bytes + i] != kGuardByte;
   }
-  body.assign(bytes.begin() + kGuardBytes, bytes.begin() + kGuardBytes + out.body_bytes);
+  body.assign(bytes.begin() + guard, bytes.begin() + guard + out.body_bytes);
   if (before || after)
     return Status::mismatch("wrote outside the output: " + std::to_string(before) + " guard bytes changed before it, " +
                             std::to_string(after) + " after it");
@@ -233,6 +245,18 @@ class CaseSource {
   Result<Tensor> load_checked(const std::string& name, DType dtype, const Shape& shape) {
     auto t = file_->load(name, scratch_host());
     if (!t) return Status::bad_input(path_ + ": " + t.status().message);
+    if (is_block_format(dtype) && t->dtype == DType::u8 && !shape.empty()) {
+      // safetensors has no block formats: a fixture stores one as its bytes, U8 of shape
+      // [..., last / 32 x block bytes] (docs/ops-family4.md, "dequantize_blocks").
+      Shape bytes_shape = shape;
+      bytes_shape.back() = static_cast<int64_t>(storage_bytes(dtype, shape.back()));
+      if (t->shape == bytes_shape) {
+        auto blocks = empty_tensor(scratch_host(), dtype, shape);
+        if (!blocks) return blocks.status();
+        std::memcpy(blocks->host_data(), t->host_data(), storage_bytes(dtype, shape_numel(shape)));
+        return blocks;
+      }
+    }
     if (t->dtype != dtype || t->shape != shape)
       return Status::bad_input(path_ + ": tensor '" + name + "' is " + dtype_name(t->dtype) + " " +
                                shape_to_string(t->shape) + ", the signature wants " + dtype_name(dtype) + " " +
@@ -610,6 +634,11 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
                              : judge_output(*host, expected[i], torch[i], o, why);
       if (!pass && verdict.is_ok()) verdict = Status::mismatch("output '" + o.name + "': " + why);
       r.outputs.push_back(o);
+      if (i == 0 && op.quantizes_input && *op.quantizes_input < inputs.size()) {
+        auto decoded = as_f64(*host);
+        if (!decoded) return finish(decoded.status());
+        r.quantize_stats = quantize_stats(*decoded, inputs[*op.quantizes_input]);
+      }
     }
   }
 
@@ -692,6 +721,12 @@ nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
     cases.push_back({{"case", r.case_id}, {"device", r.device},   {"source", r.source}, {"known_deviation", r.known_deviation},
                      {"verdict", r.verdict()}, {"reason", r.reason}, {"seconds", r.seconds},
                      {"outputs", outs}});
+    if (r.quantize_stats) {
+      const QuantizeStats& q = *r.quantize_stats;
+      cases.back()["quantize_stats"] = {{"count", q.count},   {"nonfinite", q.nonfinite}, {"rmse", q.rmse},
+                                        {"max_abs", q.max_abs}, {"median", q.median},       {"p95", q.p95},
+                                        {"histogram", q.histogram}};
+    }
   }
   CheckSummary s = summarize(results);
   return {{"schema_version", 1},

@@ -3,6 +3,7 @@
 // cell; nothing stops at the first failure.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,22 @@ struct OutputResult {
   std::string torch_rule;         // judged by OutputBound::torch_factor: "<= 2 x torch + 1.2e-03"
 };
 
+// A quantising op's error on one case (OpSpec::quantizes_input), llama.cpp quantize-stats'
+// figures: over the elements where both the input and its decoded value are finite, the RMSE,
+// the largest |error|, its median and 95th percentile, and a histogram of |error| in
+// `histogram.size()` equal buckets from 0 to max_abs (the last bucket includes max_abs).
+struct QuantizeStats {
+  int64_t count = 0;       // elements counted
+  int64_t nonfinite = 0;   // elements left out: a NaN or Inf input or decoded value
+  double rmse = 0, max_abs = 0, median = 0, p95 = 0;
+  std::vector<int64_t> histogram;
+};
+// The stats of `decoded` (f64, contiguous) against `source` (a host tensor of any float dtype,
+// contiguous), both of one shape; 10 histogram buckets.
+QuantizeStats quantize_stats(const Tensor& decoded, const Tensor& source);
+// One line: "rmse 1.2e-03 max 5.0e-03 median 8.1e-04 95% 2.4e-03 hist[0..5.0e-03] 812 ... (n)".
+std::string quantize_stats_line(const QuantizeStats& s);
+
 struct CaseResult {
   std::string case_id;
   std::string device;             // "cuda:0" or "" when absent
@@ -67,6 +84,7 @@ struct CaseResult {
   StatusCode status = StatusCode::ok;  // ok = PASS, mismatch/error = FAIL
   std::string reason;
   std::vector<OutputResult> outputs;
+  std::optional<QuantizeStats> quantize_stats;  // quantising ops only
   double seconds = 0;
   std::string known_deviation;    // a mismatch the implementation documents (XFAIL)
   bool timed_out = false;         // status error: did not return within --case-timeout

@@ -49,13 +49,14 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::q4_0, "q4_0", kBlock, 8 * (2 + 16), true},    // f16 d, 16 bytes of nibble pairs
     {DType::mxfp8, "mxfp8", kBlock, 8 * (1 + 32), true},  // E8M0 scale, 32 x E4M3
     {DType::mxfp4, "mxfp4", kBlock, 8 * (1 + 16), true},  // E8M0 scale, 16 bytes of E2M1 pairs
+    {DType::mxfp8_e5m2, "mxfp8_e5m2", kBlock, 8 * (1 + 32), true},  // E8M0 scale, 32 x E5M2
 };
 
 constexpr bool table_in_enum_order() {
   for (size_t i = 0; i < std::size(kDTypes); ++i) {
     if (static_cast<size_t>(kDTypes[i].dtype) != i) return false;
   }
-  return std::size(kDTypes) == static_cast<size_t>(DType::mxfp4) + 1;
+  return std::size(kDTypes) == static_cast<size_t>(DType::mxfp8_e5m2) + 1;
 }
 static_assert(table_in_enum_order(), "kDTypes must list every DType once, in enum order");
 
@@ -387,6 +388,7 @@ double load_block_element(const void* base, DType dtype, int64_t index) {
     case DType::q8_0: return d() * static_cast<int8_t>(block[2 + j]);
     case DType::q4_0: return d() * (q4_0_code(block + 2, j) - 8);
     case DType::mxfp8: return mx_value(block[0], f8_e4m3fn_to_f32(block[1 + j]));
+    case DType::mxfp8_e5m2: return mx_value(block[0], f8_e5m2_to_f32(block[1 + j]));
     case DType::mxfp4: return mx_value(block[0], f4_e2m1_to_f32(pair_code(block + 1, j)));
     default: return kNaN;  // unreachable: called for the block formats only
   }
@@ -437,29 +439,41 @@ void quantize_q4_0(const float* x, uint8_t* block) {
     block[2 + j] = static_cast<uint8_t>(q4_0_quantize_one(x[j], id) | (q4_0_quantize_one(x[j + 16], id) << 4));
 }
 
-// mxfp8 and mxfp4, by the OCP MX v1.0 spec's conversion (section 6.3): the scale is
+// mxfp8, mxfp8_e5m2 and mxfp4, by the OCP MX v1.0 spec's conversion (section 6.3): the scale is
 // X = 2^(floor(log2(amax)) - emax_elem), clamped to E8M0's range 2^-127 .. 2^127, where
 // emax_elem is the exponent of the element format's largest normal (E4M3: 448 = 1.75 x 2^8,
-// so 8; E2M1: 6 = 1.5 x 2^2, so 2); each element is x / X rounded to the element format to
-// nearest even, clamped (saturated) to its largest magnitude. An all-zero block has no
-// log2(amax) and gets the smallest scale, 0x00, as torchao's to_mx (FLOOR mode) does.
+// so 8; E5M2: 57344 = 1.75 x 2^15, so 15; E2M1: 6 = 1.5 x 2^2, so 2); each element is x / X
+// rounded to the element format to nearest even, clamped (saturated) to its largest magnitude
+// (the spec's "clamping normal numbers": x / X < 2^(emax_elem + 1) can round past the largest
+// normal). An all-zero block has no log2(amax) and gets the smallest scale, 0x00, as
+// torchao's to_mx (FLOOR mode) does.
+int mx_emax_elem(DType dtype) {
+  switch (dtype) {
+    case DType::mxfp8: return 8;
+    case DType::mxfp8_e5m2: return 15;
+    default: return 2;  // mxfp4
+  }
+}
 void quantize_mx(DType dtype, const float* x, uint8_t* block) {
-  const bool fp8 = dtype == DType::mxfp8;
   float amax = 0.0f;
   for (int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
   int exponent = -127;
   if (amax > 0.0f) {
     int frexp_exponent = 0;
     std::frexp(amax, &frexp_exponent);  // amax = m x 2^e, m in [0.5, 1): floor(log2) = e - 1
-    exponent = std::clamp(frexp_exponent - 1 - (fp8 ? 8 : 2), -127, 127);
+    exponent = std::clamp(frexp_exponent - 1 - mx_emax_elem(dtype), -127, 127);
   }
   block[0] = static_cast<uint8_t>(exponent + 127);
   for (int64_t j = 0; j < kBlock; ++j) {
-    // x / X is exact in double, and in f32 unless below 2^-126, where both element formats
-    // round to +-0 anyway (their smallest nonzero magnitudes are 2^-9 and 0.5).
+    // x / X is exact in double, and in f32 unless below 2^-126, where every element format
+    // rounds to +-0 anyway (their smallest nonzero magnitudes are 2^-9, 2^-16 and 0.5).
     const float scaled = static_cast<float>(std::ldexp(static_cast<double>(x[j]), -exponent));
-    if (fp8) {
+    if (dtype == DType::mxfp8) {
       block[1 + j] = f32_to_f8_e4m3fn(scaled);  // saturating to +-448 (docs/numerics.md)
+    } else if (dtype == DType::mxfp8_e5m2) {
+      // f32_to_f8_e5m2 overflows to +-Inf (0x7C, 0xFC) as torch does; MX clamps to +-57344.
+      const uint8_t code = f32_to_f8_e5m2(scaled);
+      block[1 + j] = (code & 0x7F) == 0x7C ? static_cast<uint8_t>((code & 0x80) | 0x7B) : code;
     } else {
       set_pair_code(block + 1, j, f32_to_f4_e2m1(scaled));  // saturating to +-6
     }
@@ -477,7 +491,7 @@ void write_nan_block(DType dtype, uint8_t* block) {
       store_as<uint16_t>(block, 0, 0x7E00);
       std::memset(block + 2, 0x88, 16);  // q = 8: the element 0
       break;
-    default: block[0] = 0xFF; break;  // mxfp8, mxfp4
+    default: block[0] = 0xFF; break;  // mxfp8, mxfp8_e5m2, mxfp4
   }
 }
 
@@ -526,6 +540,7 @@ double load_element(const void* base, DType dtype, int64_t index) {
     case DType::q8_0:
     case DType::q4_0:
     case DType::mxfp8:
+    case DType::mxfp8_e5m2:
     case DType::mxfp4: return load_block_element(base, dtype, index);
   }
   return 0.0;  // unreachable: every enumerator is handled above
@@ -555,6 +570,7 @@ void store_element(void* base, DType dtype, int64_t index, double value) {
     case DType::q8_0:
     case DType::q4_0:
     case DType::mxfp8:
+    case DType::mxfp8_e5m2:
     case DType::mxfp4:
       contract_violation(std::string("store_element: ") + dtype_name(dtype) +
                          " is a block format; quantise whole blocks with quantize_row");

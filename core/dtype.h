@@ -22,6 +22,7 @@ enum class DType : uint8_t {
   q4_0,     // ggml: f16 scale d, 32 4-bit q; value d * (q - 8) (18 bytes a block)
   mxfp8,    // OCP MXFP8: E8M0 scale, 32 FP8 E4M3 elements (33 bytes a block)
   mxfp4,    // OCP MXFP4: E8M0 scale, 32 FP4 E2M1 elements, two per byte (17 bytes a block)
+  mxfp8_e5m2,  // OCP MXFP8 with E5M2 elements: E8M0 scale, 32 FP8 E5M2 elements (33 bytes a block)
 };
 
 // Every dtype, in enum order (for listings and tests).
@@ -34,13 +35,13 @@ bool is_floating(DType dtype);
 // ---- Storage ------------------------------------------------------------------------------
 // Every dtype stores its values in blocks: block_values(dtype) values in block_bits(dtype)
 // bits. A scalar format's block is one value; f4_e2m1 packs two 4-bit values to a byte. The
-// block formats (q8_0, q4_0, mxfp8, mxfp4) hold 32 values and one scale per block; a tensor
+// block formats (q8_0, q4_0, mxfp8, mxfp8_e5m2, mxfp4) hold 32 values and one scale per block; a tensor
 // of one keeps its last dim a multiple of 32 and contiguous (core/tensor.h), so its rows are
 // whole blocks.
 bool is_block_format(DType dtype);   // block_values(dtype) > 1
 int64_t block_values(DType dtype);   // 1 for scalar formats, 32 for the block formats
 int64_t block_bits(DType dtype);     // 4 for f4_e2m1, else 8 * block_bytes
-int64_t block_bytes(DType dtype);    // 34 q8_0, 18 q4_0, 33 mxfp8, 17 mxfp4; a scalar format's
+int64_t block_bytes(DType dtype);    // 34 q8_0, 18 q4_0, 33 mxfp8(_e5m2), 17 mxfp4; a scalar format's
                                      // bytes per value (f4_e2m1: 1, a lone value fills a byte)
 
 // The one byte count: the bytes `numel` values of `dtype` take, counted from a block start.
@@ -97,7 +98,7 @@ double load_element(const void* base, DType dtype, int64_t index);
 void store_element(void* base, DType dtype, int64_t index, double value);
 
 // Quantises n values (a multiple of 32) into n / 32 blocks of a block format at `dst`:
-// q8_0 and q4_0 as ggml's reference quantizers do, mxfp8 and mxfp4 by the OCP MX v1.0
+// q8_0 and q4_0 as ggml's reference quantizers do, mxfp8, mxfp8_e5m2 and mxfp4 by the OCP MX v1.0
 // conversion (docs/numerics.md gives each rule). A block holding a NaN or an Inf gets a NaN
 // scale and zero elements, so every one of its values decodes as NaN. bad_input when n is
 // not a whole number of blocks, unsupported for a dtype that is not a block format.

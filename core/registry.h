@@ -137,6 +137,10 @@ struct OpSpec {
   // inputs in place (one step).
   std::function<Status(const Problem&, const std::vector<Tensor>& inputs,
                        std::vector<Tensor>& outputs)> reference;
+  // A quantising op (quantize_blocks): output 0 holds input `*quantizes_input` in a lossy
+  // format. check then reports each case's quantisation error, output 0's decoded values minus
+  // that input, as llama.cpp's quantize-stats does (CaseResult::quantize_stats).
+  std::optional<size_t> quantizes_input;
 };
 
 // A documented way a peer library differs from PyTorch (e.g. flushing subnormals). A case

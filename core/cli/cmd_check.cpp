@@ -85,6 +85,7 @@ int run_check_command(CheckArgs& args) {
       std::printf("%-5s %s  %s  %.1fms  %s\n", r.verdict(), r.case_id.c_str(), r.device.c_str(), r.seconds * 1e3,
                   r.source.c_str());
       for (const auto& o : r.outputs) std::printf("        %s\n", format_output(o).c_str());
+      if (r.quantize_stats) std::printf("        quantize-stats: %s\n", quantize_stats_line(*r.quantize_stats).c_str());
       if (r.status != StatusCode::ok && !r.reason.empty()) std::printf("        %s\n", r.reason.c_str());
       if (r.timed_out) std::printf("        rerun: %s\n", repro_command(r, args.options).c_str());
       std::fflush(stdout);

@@ -1,0 +1,165 @@
+// CUDA dequantize_blocks: x in a block format -> y (f32, f16, bf16), each value decoded exactly
+// (quantize_blocks.cuh's decode_value) and rounded once to y's dtype by cast.cuh's encoders
+// (docs/ops-family4.md, "dequantize_blocks").
+// Kernels:
+//  - dequantize_tiles_kernel, x and y 16-byte aligned: blocks of 256 threads take tiles of TB
+//    blocks (64 to f32, 128 to 16-bit outputs) in a grid-stride loop over the resident blocks.
+//    The tile's input (TB x 34, 18, 33 or 17 bytes: whole 16-byte pieces, so every tile starts
+//    aligned although the blocks do not) is copied to shared memory with 16-byte loads; then
+//    each lane decodes G values (4 to f32, 8 to 16-bit) of a block and writes them with one
+//    16-byte streaming store, neighbouring lanes neighbouring pieces of y.
+//  - dequantize_blocks_kernel otherwise: a warp per block, lane j writing value j.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/quantize_blocks.cuh"
+#include "suites/ops/blocks_desc.h"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+using namespace blocks;
+using cast_detail::kBF16;
+using cast_detail::kF16;
+using cast_detail::kF32;
+
+constexpr int kThreads = 256;
+constexpr int kPieces = 2;  // 16-byte pieces of y a thread stores per tile
+
+template <int D>
+using TargetT = typename cast_detail::Storage<D>::type;
+
+template <int D, int F>
+struct Tiles {
+  static constexpr int G = 16 / static_cast<int>(sizeof(TargetT<D>));
+  static constexpr int L = 32 / G;
+  static constexpr int TB = kThreads * kPieces / L;
+  static constexpr int kTileBytes = TB * kBlockBytes<F>;
+  static_assert(kTileBytes % 16 == 0, "a tile's input must be whole 16-byte pieces");
+};
+
+template <int D>
+__device__ __forceinline__ TargetT<D> target_code(float v) {
+  return static_cast<TargetT<D>>(cast_detail::from_f32<D>(as_bits(v)));
+}
+
+template <int F, int D>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_tiles_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
+  using T = Tiles<D, F>;
+  constexpr int G = T::G, L = T::L, TB = T::TB;
+  __shared__ __align__(16) uint8_t tile_in[T::kTileBytes];
+  const int64_t n_tiles = (n_blocks + TB - 1) / TB;
+  for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    const int64_t first = tile * TB;
+    const int nb = static_cast<int>(n_blocks - first < TB ? n_blocks - first : TB);
+    const int bytes = nb * kBlockBytes<F>;
+    const uint8_t* in = x + first * kBlockBytes<F>;
+    for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+      reinterpret_cast<uint4*>(tile_in)[i] = __ldcs(reinterpret_cast<const uint4*>(in) + i);
+    for (int i = bytes / 16 * 16 + threadIdx.x; i < bytes; i += kThreads) tile_in[i] = in[i];
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kPieces; ++u) {
+      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
+      if (blk < nb) {
+        TargetT<D> codes[G];
+#pragma unroll
+        for (int i = 0; i < G; ++i) codes[i] = target_code<D>(decode_value<F>(tile_in + blk * kBlockBytes<F>, k * G + i));
+        uint4 bits;
+        memcpy(&bits, codes, 16);
+        __stcs(reinterpret_cast<uint4*>(y + (first + blk) * 32 + k * G), bits);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <int F, int D>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_blocks_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; b < n_blocks; b += warps)
+    y[b * 32 + lane] = target_code<D>(decode_value<F>(x + b * kBlockBytes<F>, lane));
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(kernel, device.ordinal());
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0;
+  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
+  return known[key];
+}
+
+template <int F, int D>
+Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
+  const int64_t n_blocks = y.numel() / 32;
+  if (n_blocks == 0) return Status::ok();
+  const auto* xp = data_ptr<const uint8_t>(x);
+  auto* yp = data_ptr<TargetT<D>>(y);
+  if (aligned16(xp) && aligned16(yp)) {
+    auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), device);
+    if (!resident) return resident.status();
+    const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<D, F>::TB), 1, *resident);
+    dequantize_tiles_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
+  } else {
+    const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, kThreads / 32), 1, int64_t{device.sm_count()} * 8);
+    dequantize_blocks_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
+  }
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <int F>
+Status launch_to(DType target, const CudaDevice& device, const Tensor& x, const Tensor& y) {
+  switch (target) {
+    case DType::f32: return launch<F, kF32>(device, x, y);
+    case DType::f16: return launch<F, kF16>(device, x, y);
+    case DType::bf16: return launch<F, kBF16>(device, x, y);
+    default: return Status::unsupported(std::string("cuda dequantize_blocks: no target ") + dtype_name(target));
+  }
+}
+
+Status run_dequantize(OpCall& call) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 1 || call.outputs.size() != 1)
+    return Status::bad_input("cuda dequantize_blocks: expects one input (x) and one output (y)");
+  const Tensor& x = call.inputs[0];
+  const Tensor& y = call.outputs[0];
+  auto target = ops::dequantize_target(call.problem);
+  if (!target) return target.status();
+  DNNB_TRY(expect_tensor(x, call.problem.dtype, "x"));
+  DNNB_TRY(expect_tensor(y, *target, "y"));
+  if (x.shape != y.shape) return Status::bad_input("cuda dequantize_blocks: x " + x.describe() + " and y " + y.describe() + " differ in shape");
+  if (!x.is_contiguous() || !y.is_contiguous())
+    return Status::unsupported("cuda dequantize_blocks: x " + x.describe() + " and y " + y.describe() + " must be contiguous");
+  switch (x.dtype) {
+    case DType::q8_0: return launch_to<kQ8_0>(y.dtype, **device, x, y);
+    case DType::q4_0: return launch_to<kQ4_0>(y.dtype, **device, x, y);
+    case DType::mxfp8: return launch_to<kMxE4M3>(y.dtype, **device, x, y);
+    case DType::mxfp4: return launch_to<kMxE2M1>(y.dtype, **device, x, y);
+    case DType::mxfp8_e5m2: return launch_to<kMxE5M2>(y.dtype, **device, x, y);
+    default: return Status::unsupported(std::string("cuda dequantize_blocks: ") + dtype_name(x.dtype) + " is not a block format");
+  }
+}
+
+DNNB_REGISTER(register_cuda("dequantize_blocks", "", "",
+                            {DType::q8_0, DType::q4_0, DType::mxfp8, DType::mxfp4, DType::mxfp8_e5m2}, run_dequantize,
+                            [](const Problem& problem) {
+                              auto target = ops::dequantize_target(problem);
+                              return target ? Status::ok() : target.status();
+                            }));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels

@@ -1,0 +1,188 @@
+// CUDA quantize_blocks: x (f32, f16, bf16) -> y in a block format, bit for bit as core/dtype.cpp's
+// quantize_row (docs/ops-family4.md, "quantize_blocks"; the codecs: quantize_blocks.cuh).
+// Kernels:
+//  - quantize_tiles_kernel, contiguous 16-byte aligned x and y: blocks of 256 threads take tiles
+//    of TB blocks (64 from f32, 128 from 16-bit sources) in a grid-stride loop over the resident
+//    blocks. Every lane loads its two 16-byte pieces of x (G = 4 or 8 values, L = 8 or 4 lanes a
+//    block) before computing; the group's codes go to a shared-memory copy of the tile's output,
+//    which the block then writes with 16-byte streaming stores. A tile's output (TB x 34, 18,
+//    33 or 17 bytes) is a whole number of 16-byte pieces, so every tile starts 16-byte aligned
+//    although the blocks themselves do not (34-byte q8_0 blocks). Bytes past the last whole piece
+//    of the last tile: one a thread.
+//  - quantize_rows_kernel, any other layout of x (transposed, padded): a warp per block, lane j
+//    reading value j through the view's strides and writing its code(s) straight to y.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/quantize_blocks.cuh"
+#include "suites/ops/blocks_desc.h"
+
+namespace dnnb::cuda_kernels {
+namespace {
+
+using namespace blocks;
+using cast_detail::kBF16;
+using cast_detail::kF16;
+using cast_detail::kF32;
+
+constexpr int kThreads = 256;
+constexpr int kPieces = 2;  // 16-byte pieces of x a thread loads per tile
+
+template <int S>
+using SourceT = typename cast_detail::Storage<S>::type;  // uint32_t / uint16_t storage words
+
+template <int S>
+__device__ __forceinline__ float source_value(uint32_t code) {
+  return as_float(cast_detail::to_f32<S>(code));
+}
+
+template <int S, int F>
+struct Tiles {
+  static constexpr int G = 16 / static_cast<int>(sizeof(SourceT<S>));  // values a lane
+  static constexpr int L = 32 / G;                                      // lanes a block
+  static constexpr int TB = kThreads * kPieces / L;                     // blocks a tile
+  static constexpr int kTileBytes = TB * kBlockBytes<F>;
+  static_assert(kTileBytes % 16 == 0, "a tile's output must be whole 16-byte pieces");
+};
+
+template <int S, int F>
+__global__ void __launch_bounds__(kThreads)
+    quantize_tiles_kernel(const SourceT<S>* __restrict__ x, uint8_t* __restrict__ y, int64_t n_blocks) {
+  using T = Tiles<S, F>;
+  constexpr int G = T::G, L = T::L, TB = T::TB;
+  __shared__ __align__(16) uint8_t tile_out[T::kTileBytes];
+  const int64_t n_tiles = (n_blocks + TB - 1) / TB;
+  for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    const int64_t first = tile * TB;
+    const int nb = static_cast<int>(n_blocks - first < TB ? n_blocks - first : TB);
+    uint4 raw[kPieces];
+#pragma unroll
+    for (int u = 0; u < kPieces; ++u) {
+      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
+      raw[u] = blk < nb ? __ldcs(reinterpret_cast<const uint4*>(x + (first + blk) * 32 + k * G)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kPieces; ++u) {
+      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
+      SourceT<S> codes[G];
+      memcpy(codes, &raw[u], 16);
+      float v[G];
+#pragma unroll
+      for (int i = 0; i < G; ++i) v[i] = source_value<S>(codes[i]);
+      const BlockHead h = block_head<L, G>(v, k * G);
+      // Lanes of blocks past the end compute on zeros (the shuffles need every lane) and write
+      // into the tile copy's unused part, which is never stored.
+      encode_lane<F, L, G>(v, h, k, tile_out + blk * kBlockBytes<F>);
+    }
+    __syncthreads();
+    const int bytes = nb * kBlockBytes<F>;
+    uint8_t* out = y + first * kBlockBytes<F>;
+    for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+      __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
+    for (int i = bytes / 16 * 16 + threadIdx.x; i < bytes; i += kThreads) out[i] = tile_out[i];
+    __syncthreads();
+  }
+}
+
+template <int S, int F>
+__global__ void __launch_bounds__(kThreads)
+    quantize_rows_kernel(RowView<const SourceT<S>> x, uint8_t* __restrict__ y) {
+  const int lane = threadIdx.x % 32;
+  const int64_t per_row = x.ri.cols / 32, n_blocks = x.ri.rows * per_row;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; b < n_blocks; b += warps) {
+    const SourceT<S>* row = x.row(b / per_row);
+    const int64_t c = (b % per_row) * 32 + lane;
+    const float v[1] = {source_value<S>(row[c * x.ri.col_stride])};
+    const BlockHead h = block_head<32, 1>(v, lane);
+    uint8_t* block = y + b * kBlockBytes<F>;
+    if constexpr (F == kMxE2M1) {
+      // Pairs: the even lane writes its value's and its neighbour's codes.
+      const float pair[2] = {v[0], __shfl_down_sync(0xFFFFFFFFu, v[0], 1)};
+      if (lane % 2 == 0) encode_lane<F, 16, 2>(pair, h, lane / 2, block);
+    } else {
+      encode_lane<F, 32, 1>(v, h, lane, block);
+    }
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(kernel, device.ordinal());
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0;
+  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
+  return known[key];
+}
+
+template <int S, int F>
+Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
+  const int64_t n_blocks = y.numel() / 32;
+  if (n_blocks == 0) return Status::ok();
+  const SourceT<S>* xp = data_ptr<const SourceT<S>>(x);
+  auto* yp = data_ptr<uint8_t>(y);
+  if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp)) {
+    auto resident = resident_blocks(reinterpret_cast<const void*>(&quantize_tiles_kernel<S, F>), device);
+    if (!resident) return resident.status();
+    const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<S, F>::TB), 1, *resident);
+    quantize_tiles_kernel<S, F><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
+    DNNB_CUDA_CHECK_LAUNCH();
+    return Status::ok();
+  }
+  auto xv = make_row_view<const SourceT<S>>(x);
+  if (!xv) return xv.status();
+  const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, kThreads / 32), 1, int64_t{device.sm_count()} * 8);
+  quantize_rows_kernel<S, F><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(*xv, yp);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <int S>
+Status launch_to(DType format, const CudaDevice& device, const Tensor& x, const Tensor& y) {
+  switch (format) {
+    case DType::q8_0: return launch<S, kQ8_0>(device, x, y);
+    case DType::q4_0: return launch<S, kQ4_0>(device, x, y);
+    case DType::mxfp8: return launch<S, kMxE4M3>(device, x, y);
+    case DType::mxfp4: return launch<S, kMxE2M1>(device, x, y);
+    case DType::mxfp8_e5m2: return launch<S, kMxE5M2>(device, x, y);
+    default: return Status::unsupported(std::string("cuda quantize_blocks: ") + dtype_name(format) + " is not a block format");
+  }
+}
+
+Status run_quantize(OpCall& call) {
+  auto device = cuda_device_of(call);
+  if (!device) return device.status();
+  if (call.inputs.size() != 1 || call.outputs.size() != 1)
+    return Status::bad_input("cuda quantize_blocks: expects one input (x) and one output (y)");
+  const Tensor& x = call.inputs[0];
+  const Tensor& y = call.outputs[0];
+  auto target = ops::quantize_target(call.problem);
+  if (!target) return target.status();
+  DNNB_TRY(expect_tensor(x, call.problem.dtype, "x"));
+  DNNB_TRY(expect_tensor(y, *target, "y"));
+  if (x.shape != y.shape) return Status::bad_input("cuda quantize_blocks: x " + x.describe() + " and y " + y.describe() + " differ in shape");
+  if (!y.is_contiguous()) return Status::unsupported("cuda quantize_blocks: y " + y.describe() + " is not contiguous");
+  switch (x.dtype) {
+    case DType::f32: return launch_to<kF32>(y.dtype, **device, x, y);
+    case DType::f16: return launch_to<kF16>(y.dtype, **device, x, y);
+    case DType::bf16: return launch_to<kBF16>(y.dtype, **device, x, y);
+    default: return Status::unsupported(std::string("cuda quantize_blocks: no source ") + dtype_name(x.dtype));
+  }
+}
+
+DNNB_REGISTER(register_cuda("quantize_blocks", "", "", {DType::f32, DType::f16, DType::bf16}, run_quantize,
+                            [](const Problem& problem) {
+                              auto target = ops::quantize_target(problem);
+                              return target ? Status::ok() : target.status();
+                            }));
+
+}  // namespace
+}  // namespace dnnb::cuda_kernels
