@@ -32,7 +32,7 @@ inline Status run(OpCall& call, bool quantize) {
   if (x.shape != y.shape || !y.is_contiguous())
     return Status::bad_input(std::string("opencl ") + op + ": y must be contiguous with x's shape");
   if (y.numel() == 0) return Status::ok();
-  cl_uint fp = 0;
+  cl_device_fp_config fp = 0;
   DNNB_CL_TRY(clGetDeviceInfo((*device)->device_id(), CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, nullptr));
   if (quantize && !(fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT))
     return Status::unsupported("opencl quantize_linear: the device has no correctly rounded f32 division (1 / scale)");
