@@ -30,7 +30,11 @@ Status apply_layout_param(const std::string& op, const std::string& key, const s
                           TensorSpec& operand) {
   const int n = static_cast<int>(operand.shape.size());
   if (value == "padded") {
-    operand.row_padding = 3;
+    // A block format's rows stay whole blocks (core/tensor.h): one block of padding.
+    operand.row_padding = is_block_format(operand.dtype) ? block_values(operand.dtype) : 3;
+  } else if (value == "transposed" && n >= 2 && is_block_format(operand.dtype)) {
+    return Status::bad_input(op + ": parameter " + key + "=transposed: operand " + operand.name + " is " +
+                             dtype_name(operand.dtype) + ", whose rows are whole contiguous blocks");
   } else if (value == "transposed" && n >= 2) {
     operand.storage_order.resize(n);
     std::iota(operand.storage_order.begin(), operand.storage_order.end(), 0);

@@ -201,8 +201,8 @@ class Registry {
 };
 
 // A layout parameter (`key`=`value`) applied to one operand's storage: transposed stores the last
-// two dims swapped (needs >= 2 dims), padded pads each row by 3 elements; bad_input naming the key
-// otherwise.
+// two dims swapped (needs >= 2 dims; refused for a block format), padded pads each row by 3
+// elements (a block format by one 32-value block); bad_input naming the key otherwise.
 Status apply_layout_param(const std::string& op, const std::string& key, const std::string& value,
                           TensorSpec& operand);
 

@@ -180,9 +180,9 @@ TEST(DequantizeBlocksKernels, BitExactOnEveryBackend) {
   testing::RanPairs ran;
   for (DType format : ops::block_formats())
     for (DType target : {DType::f32, DType::f16, DType::bf16})
-      for (const char* shape : {"128x256", "5x96", "3x1x4096"}) {
+      for (const char* shape : {"128x256", "5x96", "3x1x4096", "37x160:layout=padded"}) {
         const std::string text = std::string("dequantize_blocks:") + dtype_name(format) + ":" + shape +
-                                 ":y.dt=" + dtype_name(target);
+                                 (std::string(shape).find(':') == std::string::npos ? ":" : ",") + "y.dt=" + dtype_name(target);
         SCOPED_TRACE(text);
         auto problem = Problem::parse(text);
         ASSERT_TRUE(problem.is_ok()) << problem.status().message;

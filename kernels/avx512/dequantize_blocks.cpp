@@ -1,8 +1,8 @@
 // dequantize_blocks on AVX-512: x in a block format -> y (f32, f16, bf16), each value decoded
 // exactly (kernels/avx512/quantize_blocks.h's decode_block) and rounded once to y's dtype by the
-// format's store (VCVTPS2PH; BF16::encode) (docs/ops-family4.md, "dequantize_blocks"). x and y
-// are contiguous: one long run of blocks, cut into tiles of 256 blocks for the threads; a large
-// output is written with non-temporal stores.
+// format's store (VCVTPS2PH; BF16::encode) (docs/ops-family4.md, "dequantize_blocks"). y is
+// contiguous; a contiguous x is one long run of blocks, cut into tiles of 256 blocks for the
+// threads, a large output written with non-temporal stores; padded rows of x go row by row.
 #include "kernels/avx512/quantize_blocks.h"
 #include "suites/ops/blocks_desc.h"
 
@@ -32,6 +32,15 @@ Status run(const Tensor& x, Tensor& y) {
   auto* out = static_cast<TD*>(y.host_data());
   const int64_t blocks = x.numel() / 32;
   const bool stream = stream_output(tensor_bytes(y), tensor_bytes(x)) && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+  if (!blocks::dense(x)) {  // padded rows: each row a run of blocks of its own
+    auto ri = row_index(x);
+    if (!ri) return ri.status();
+    const int64_t cols = ri->cols, row_blocks = cols / 32;
+    parallel_tasks(ri->rows, x.numel(), [&](int64_t r) {
+      dequantize_span<F, D>(in + storage_bytes(F, ri->row_offset(r)), out + r * cols, 0, row_blocks, false);
+    });
+    return Status::ok();
+  }
   const int64_t tiles = (blocks + kTileBlocks - 1) / kTileBlocks;
   parallel_tasks(tiles, x.numel(), [&](int64_t t) {
     dequantize_span<F, D>(in, out, t * kTileBlocks, std::min(blocks, (t + 1) * kTileBlocks), stream);
@@ -47,9 +56,7 @@ Status run_dequantize(OpCall& call) {
   if (x.shape != y.shape) return Status::bad_input("avx512 dequantize_blocks: x and y differ in shape");
   if (x.host_data() == nullptr || y.host_data() == nullptr)
     return Status::bad_input("avx512 dequantize_blocks: tensors not in host memory");
-  if (!blocks::dense(x) || !blocks::dense(y))
-    return Status::unsupported("avx512 dequantize_blocks: x " + x.describe() + " and y " + y.describe() +
-                               " must be contiguous");
+  if (!blocks::dense(y)) return Status::unsupported("avx512 dequantize_blocks: y " + y.describe() + " is not contiguous");
   return blocks::with_block_format(x.dtype, [&](auto f) {
     return with_format(y.dtype, [&](auto d) { return run<decltype(f)::value, decltype(d)>(x, y); });
   });

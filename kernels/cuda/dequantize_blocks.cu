@@ -8,7 +8,8 @@
 //    aligned although the blocks do not) is copied to shared memory with 16-byte loads; then
 //    each lane decodes G values (4 to f32, 8 to 16-bit) of a block and writes them with one
 //    16-byte streaming store, neighbouring lanes neighbouring pieces of y.
-//  - dequantize_blocks_kernel otherwise: a warp per block, lane j writing value j.
+//  - dequantize_blocks_kernel otherwise (padded rows of x, unaligned views): a warp per block,
+//    lane j writing value j.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -78,13 +79,17 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// x's rows (ri, in values: row starts are whole blocks) may be padded; y is contiguous.
 template <int F, int D>
 __global__ void __launch_bounds__(kThreads)
-    dequantize_blocks_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
+    dequantize_blocks_kernel(const uint8_t* __restrict__ x, RowIndex ri, TargetT<D>* __restrict__ y) {
   const int lane = threadIdx.x % 32;
+  const int64_t per_row = ri.cols / 32, n_blocks = ri.rows * per_row;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
-  for (int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; b < n_blocks; b += warps)
-    y[b * 32 + lane] = target_code<D>(decode_value<F>(x + b * kBlockBytes<F>, lane));
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32; b < n_blocks; b += warps) {
+    const uint8_t* block = x + (ri.row_offset(b / per_row) / 32 + b % per_row) * kBlockBytes<F>;
+    y[b * 32 + lane] = target_code<D>(decode_value<F>(block, lane));
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -107,14 +112,16 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   if (n_blocks == 0) return Status::ok();
   const auto* xp = data_ptr<const uint8_t>(x);
   auto* yp = data_ptr<TargetT<D>>(y);
-  if (aligned16(xp) && aligned16(yp)) {
+  if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), device);
     if (!resident) return resident.status();
     const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<D, F>::TB), 1, *resident);
     dequantize_tiles_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
   } else {
+    auto ri = row_index(x);
+    if (!ri) return ri.status();
     const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, kThreads / 32), 1, int64_t{device.sm_count()} * 8);
-    dequantize_blocks_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
+    dequantize_blocks_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, *ri, yp);
   }
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
@@ -142,8 +149,7 @@ Status run_dequantize(OpCall& call) {
   DNNB_TRY(expect_tensor(x, call.problem.dtype, "x"));
   DNNB_TRY(expect_tensor(y, *target, "y"));
   if (x.shape != y.shape) return Status::bad_input("cuda dequantize_blocks: x " + x.describe() + " and y " + y.describe() + " differ in shape");
-  if (!x.is_contiguous() || !y.is_contiguous())
-    return Status::unsupported("cuda dequantize_blocks: x " + x.describe() + " and y " + y.describe() + " must be contiguous");
+  if (!y.is_contiguous()) return Status::unsupported("cuda dequantize_blocks: y " + y.describe() + " is not contiguous");
   switch (x.dtype) {
     case DType::q8_0: return launch_to<kQ8_0>(y.dtype, **device, x, y);
     case DType::q4_0: return launch_to<kQ4_0>(y.dtype, **device, x, y);

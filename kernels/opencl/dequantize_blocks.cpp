@@ -1,6 +1,6 @@
 // dequantize_blocks on OpenCL: x in a block format -> y (f32, f16, bf16), one work-item per
 // 32-value block (quantize_blocks.cl): an exact decode, then one rounding to y's dtype by the
-// prelude's store (vstore_half_rte; the bf16 RNE encoder). x and y are contiguous.
+// prelude's store (vstore_half_rte; the bf16 RNE encoder). y is contiguous; x's rows may be padded.
 #include "kernels/opencl/quantize_blocks.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/quantize_blocks_cl.h"
@@ -19,9 +19,7 @@ Status run_dequantize(OpCall& call) {
   if (x.shape != y.shape)
     return Status::bad_input("opencl dequantize_blocks: x " + x.describe() + " and y " + y.describe() +
                              " differ in shape");
-  if (!x.is_contiguous() || !y.is_contiguous())
-    return Status::unsupported("opencl dequantize_blocks: x " + x.describe() + " and y " + y.describe() +
-                               " must be contiguous");
+  if (!y.is_contiguous()) return Status::unsupported("opencl dequantize_blocks: y " + y.describe() + " is not contiguous");
   auto options = block_options(**device, x.dtype, "opencl dequantize_blocks");
   if (!options) return options.status();
   if (y.numel() == 0) return Status::ok();
@@ -29,8 +27,10 @@ Status run_dequantize(OpCall& call) {
   auto kernel = opencl_kernel(**device, "quantize_blocks", source, "dequantize_blocks",
                               build_options(**device, y.dtype, *options));
   if (!kernel) return kernel.status();
+  auto xr = cl_rows(x);
+  if (!xr) return xr.status();
   KernelArgs args(*kernel);
-  args.add(cl_buffer(x)).add(cl_long{x.offset / 32}).add(cl_buffer(y)).add(cl_long{y.offset}).add(cl_long{y.numel() / 32});
+  args.add(cl_buffer(x)).add(*xr).add(cl_buffer(y)).add(cl_long{y.offset});
   DNNB_TRY(args.status());
   return launch_flat(**device, *kernel, y.numel() / 32, "dequantize_blocks", 1);
 }

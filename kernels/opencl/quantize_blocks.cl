@@ -68,12 +68,13 @@ inline uint blk_encode_e2m1(float v) {
 
 inline float blk_f16_to_f32(const global uchar* p) { return vload_half(0, (const global half*)p); }
 
-// ---- dequantize_blocks: x (blocks) -> y (dnnb_t), contiguous, n_blocks blocks -------------
+// ---- dequantize_blocks: x (blocks, rows xr in values) -> y (dnnb_t, contiguous) -------------
 
-kernel void dequantize_blocks(const global uchar* x, long x_offset_blocks, global dnnb_t* y, long y_offset,
-                              long n_blocks) {
+kernel void dequantize_blocks(const global uchar* x, dnnb_rows xr, global dnnb_t* y, long y_offset) {
+  const long per_row = xr.cols / 32, n_blocks = xr.rows * per_row;
   for (long b = get_global_id(0); b < n_blocks; b += get_global_size(0)) {
-    const global uchar* block = x + (x_offset_blocks + b) * BLK_BYTES;
+    // Row starts are whole blocks (a block tensor's offset and strides are multiples of 32).
+    const global uchar* block = x + (dnnb_row_start(xr, b / per_row) / 32 + b % per_row) * BLK_BYTES;
     global dnnb_t* out = y + y_offset + b * 32;
 #if BLK_FORMAT == BLK_Q8_0 || BLK_FORMAT == BLK_Q4_0
     const float d = blk_f16_to_f32(block);

@@ -2,7 +2,7 @@
 // mxfp4) -> y, y.dt=f32 (default), f16 or bf16 (docs/ops-family4.md, "dequantize_blocks").
 // Each value is decoded exactly (scale x element, core/dtype.cpp's load_element, as
 // gguf.quants' dequantize and the OCP MX spec define it) and rounded once to y's dtype.
-// x is contiguous rows of whole blocks (a block format has no transposed or padded layout).
+// x's rows are whole contiguous blocks, possibly padded (`layout=padded`: one block between rows).
 // Tolerance class selection: one right answer per element.
 // FLOP model: none. Bytes: x read once, y written once.
 #include "reference/quantize_blocks.h"
@@ -16,9 +16,6 @@ namespace {
 Result<Signature> dequantize_signature(const Problem& p) {
   DNNB_TRY(ops::check_problem(p, ops::block_formats(), {}));
   DNNB_TRY(ops::check_block_shape(p));
-  if (p.has("layout"))
-    return Status::bad_input(p.op + ": layout=" + p.get("layout") +
-                             ": x in a block format is contiguous rows of whole blocks");
   auto target = ops::dequantize_target(p);
   if (!target) return target.status();
   Signature sig;
@@ -26,6 +23,9 @@ Result<Signature> dequantize_signature(const Problem& p) {
   TensorSpec y = ops::tensor_spec("y", DType::f32, p.shape);
   y.dtype_choices = {DType::f16, DType::bf16};
   sig.outputs = {y};
+  // layout=padded: x's rows one block apart more than their length (transposed is refused: a
+  // block format's rows are whole contiguous blocks).
+  DNNB_TRY(ops::apply_layout(p, sig.inputs[0]));
   return sig;
 }
 
@@ -34,8 +34,8 @@ std::vector<ProblemText> dequantize_check_problems() {
   for (const char* to : {"", "y.dt=f16", "y.dt=bf16"})
     // 7x96: three blocks a row; 600x512 (9,600 blocks: every scale and element code many
     // times); 1-D and 3-D.
-    for (const char* shape : {"7x96", "600x512", "8192", "2x3x256"})
-      out.push_back(std::string(shape) + (*to ? ":" : "") + to);
+    for (const char* shape : {"7x96", "600x512", "8192", "2x3x256", "37x160:layout=padded"})
+      out.push_back(std::string(shape) + (*to ? (std::string(shape).find(':') == std::string::npos ? ":" : ",") : "") + to);
   return out;
 }
 
