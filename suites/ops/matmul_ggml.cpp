@@ -18,7 +18,7 @@ namespace dnnb {
 namespace {
 
 Result<Signature> matmul_ggml_signature(const Problem& p) {
-  DNNB_TRY(ops::check_problem(p, ops::matmul_ggml_dtypes(), {"zeros", "xscale", "wscale"}, 3));
+  DNNB_TRY(ops::check_problem(p, ops::matmul_ggml_dtypes(), {"zeros", "xscale", "wscale"}));
   auto d = ops::matmul_ggml_desc(p);
   if (!d) return d.status();
   Signature sig;
@@ -35,7 +35,7 @@ OpSpec make_matmul_ggml_spec() {
                              ops::matmul_ggml_dtypes(), ToleranceClass::dot_product);
   // Decode (M = 1, 3, 8), a row count past every kernel's row tile (33), one block (K = 32), K
   // an odd number of blocks past 4096 (4128 = 129 blocks), N odd, zero blocks in w and x,
-  // large magnitudes (x's block scales near f16's largest), f16/bf16 x.
+  // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded.
   spec.check_problems = {"1x4096x4096",
                          "3x1001x4128",
                          "8x333x4128",
@@ -45,6 +45,8 @@ OpSpec make_matmul_ggml_spec() {
                          "8x129x2080:zeros=1",
                          "2x100x4128:wscale=1e3,xscale=3e5",
                          "9x71x544:x.dt=f16",
+                         "7x45x320:x.layout=transposed",
+                         "3x50x256:x.layout=padded",
                          "4x65x1024:x.dt=bf16,zeros=1"};
   // Llama-3-8B's FFN projections at decode (one token, a batch of 8) and one prefill of 512.
   spec.bench_problems = {"1x14336x4096", "1x4096x14336", "8x14336x4096", "8x4096x14336", "512x14336x4096"};
