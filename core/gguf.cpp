@@ -2,7 +2,7 @@
 // loader checks on each tensor's data; every check names its rule (docs/gguf.md has the table)
 // and the byte offset of the field that breaks it, so a refusal says exactly where the file
 // is wrong. Nothing is read before its bytes are known to be inside the file, and no count
-// from the file sizes an allocation before the bytes it implies are known to exist.
+// from the file sizes an allocation: entries are stored as they parse.
 #include "core/gguf.h"
 
 #include <fcntl.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -37,6 +38,9 @@ constexpr const char* kAlignmentKey = "general.alignment";
 // against the bytes left before anything is reserved for them.
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
+// Most elements reserved ahead from a count in the file; beyond it vectors grow as entries
+// parse, so memory follows the bytes actually read, not a count that may be corrupt.
+constexpr uint64_t kReserveCap = 4096;
 
 // Bytes per element of a scalar value type; 0 for string and array.
 uint64_t scalar_size(GgufType type) {
@@ -146,7 +150,9 @@ Status read_values(Cursor& in, GgufKeyValue& kv, const std::string& field) {
                                         std::to_string(kv.count) + " x 8 bytes but " +
                                         std::to_string(in.left()) + " are left",
                    "truncated");
-  kv.string_offsets.reserve(kv.count);
+  // Grown as strings are read, not sized by the count: a bad count in a large file must not
+  // allocate before the strings it promises turn out to be missing.
+  kv.string_offsets.reserve(std::min<uint64_t>(kv.count, kReserveCap));
   for (uint64_t i = 0; i < kv.count; ++i) {
     kv.string_offsets.push_back(in.pos());
     DNNB_TRY(in.read_string(nullptr, kv.is_array ? field + " element " + std::to_string(i) : field));
@@ -316,9 +322,13 @@ Status GgufFile::parse() {
                                           std::to_string(in.left()) + " bytes left after the metadata",
                    "count-past-eof");
 
+  // Entries are appended as they parse (see kReserveCap).
   std::unordered_set<std::string> keys;
-  kvs_.resize(n_kv);
-  for (uint64_t i = 0; i < n_kv; ++i) DNNB_TRY(read_key_value(in, i, keys, kvs_[i]));
+  kvs_.reserve(std::min<uint64_t>(n_kv, kReserveCap));
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    kvs_.emplace_back();
+    DNNB_TRY(read_key_value(in, i, keys, kvs_.back()));
+  }
   if (const GgufKeyValue* kv = find_key(kAlignmentKey)) {
     if (kv->is_array || kv->type != GgufType::u32)
       return in.fail(kv->entry_offset, "key " + shown(kAlignmentKey),
@@ -332,8 +342,11 @@ Status GgufFile::parse() {
   }
 
   std::unordered_set<std::string> names;
-  tensors_.resize(n_tensors);
-  for (uint64_t i = 0; i < n_tensors; ++i) DNNB_TRY(read_tensor_info(in, i, names, tensors_[i]));
+  tensors_.reserve(std::min<uint64_t>(n_tensors, kReserveCap));
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    tensors_.emplace_back();
+    DNNB_TRY(read_tensor_info(in, i, names, tensors_.back()));
+  }
 
   // The data section starts at the next multiple of the alignment (when there are tensors).
   data_offset_ = in.pos();
@@ -490,11 +503,12 @@ Result<Tensor> GgufFile::load(std::string_view name, DeviceRuntime& host) const 
                              ", which the suite does not compute in: it cannot be loaded as a "
                              "tensor (dnnblocks inspect names and sizes it)");
   // Row-major shape: the file's dims reversed. ggml's count check keeps every product below
-  // 2^63 except in a zero-element tensor, whose other dims may multiply past it.
+  // 2^63 except in a zero-element tensor, whose other dims may multiply past it; a Shape's
+  // strides multiply the trailing dims, so the nonzero dims must multiply within int64.
   Shape shape(info->dims.rbegin(), info->dims.rend());
   int64_t product = 1;
   for (int64_t d : shape)
-    if (__builtin_mul_overflow(product, d, &product))
+    if (__builtin_mul_overflow(product, d == 0 ? 1 : d, &product))
       return Status::bad_input(path_ + ": tensor " + shown(info->name) + " has dims " +
                                dims_text(info->dims) +
                                ", whose products pass 2^63 - 1: it cannot be loaded as a tensor");
