@@ -142,11 +142,13 @@ Status check_entry_size(const SafetensorsHeaderTensor& tensor, uint64_t data_siz
 // Whether a Shape (int64) holds `dims`: every dimension and each product, multiplied left to
 // right as shape_numel does, fit int64. A zero-element tensor may fail this ([2^40, 2^40, 0]
 // passes the format's 64-bit unsigned check) and is then no compute tensor.
+// Every dim and the product of the nonzero ones fit int64: the row-major strides of the shape
+// (products of trailing dims, computed whatever the zeros) then do too.
 bool fits_int64_shape(const std::vector<uint64_t>& dims) {
   constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   int64_t product = 1;
   for (uint64_t d : dims)
-    if (d > kMax || __builtin_mul_overflow(product, static_cast<int64_t>(d), &product))
+    if (d > kMax || __builtin_mul_overflow(product, static_cast<int64_t>(d == 0 ? 1 : d), &product))
       return false;
   return true;
 }

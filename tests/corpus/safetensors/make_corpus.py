@@ -143,6 +143,7 @@ def make_valid():
         '{"empty_a":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},'
         '"empty_b":{"dtype":"F64","shape":[18446744073709551615,0],"data_offsets":[0,0]},'
         '"empty_c":{"dtype":"I8","shape":[4294967296,4294967295,0],"data_offsets":[0,0]},'
+        '"empty_d":{"dtype":"F32","shape":[1099511627776,0,1099511627776,1099511627776],"data_offsets":[0,0]},'
         '"one":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
         '"empty_end":{"dtype":"C64","shape":[3,0],"data_offsets":[4,4]}}', f32(2.5)))
 
