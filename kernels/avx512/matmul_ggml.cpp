@@ -117,33 +117,32 @@ struct UnpackedW {
 };
 
 DNNB_AVX512 void unpack_w_row(DType dtype, const uint8_t* row, int64_t nb, int64_t nbp, uint8_t* u, float* d) {
-  const int bytes = static_cast<int>(block_bytes(dtype));
-  // The scales of 16 blocks by one gather (each lane the block's first 4 bytes, the f16 d in the
-  // low half), VCVTPH2PS, then into lane order.
-  const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                             _mm512_set1_epi32(bytes));
+  const int64_t bytes = block_bytes(dtype);
   const __m512i lanes = _mm512_setr_epi32(kLaneBlock[0], kLaneBlock[1], kLaneBlock[2], kLaneBlock[3], kLaneBlock[4],
                                           kLaneBlock[5], kLaneBlock[6], kLaneBlock[7], kLaneBlock[8], kLaneBlock[9],
                                           kLaneBlock[10], kLaneBlock[11], kLaneBlock[12], kLaneBlock[13],
                                           kLaneBlock[14], kLaneBlock[15]);
+  // One pass in address order (the hardware prefetchers follow it): each block's quants, and its
+  // f16 d into a 16-entry array that VCVTPH2PS and one permute put in lane order per 16 blocks.
   for (int64_t c = 0; c < nbp; c += kChunk) {
-    const __mmask16 present = c < nb ? tail_mask(std::min<int64_t>(kChunk, nb - c)) : 0;
-    const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), present, offsets, row + c * bytes, 1);
-    const __m512 scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
-    _mm512_storeu_ps(d + c, _mm512_permutexvar_ps(lanes, scales));
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* block = row + b * bytes;
-    if (dtype == DType::q8_0) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + b * 32), _mm256_xor_si256(q, _mm256_set1_epi8(-128)));
-    } else {
-      // Byte j holds element j (low nibble) and element j + 16 (high nibble).
-      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-      const __m128i mask = _mm_set1_epi8(0x0F);
-      const __m128i low = _mm_and_si128(packed, mask), high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + b * 32), _mm256_set_m128i(high, low));
+    alignas(32) uint16_t dh[kChunk] = {};
+    const int64_t end = std::min(nb, c + kChunk);
+    for (int64_t b = c; b < end; ++b) {
+      const uint8_t* block = row + b * bytes;
+      std::memcpy(&dh[b - c], block, 2);
+      if (dtype == DType::q8_0) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + b * 32), _mm256_xor_si256(q, _mm256_set1_epi8(-128)));
+      } else {
+        // Byte j holds element j (low nibble) and element j + 16 (high nibble).
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        const __m128i low = _mm_and_si128(packed, mask), high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + b * 32), _mm256_set_m128i(high, low));
+      }
     }
+    const __m512 scales = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
+    _mm512_storeu_ps(d + c, _mm512_permutexvar_ps(lanes, scales));
   }
   std::memset(u + nb * 32, 0, static_cast<size_t>((nbp - nb) * 32));
 }
