@@ -248,7 +248,9 @@ Status matmul_ggml_supports(const Problem& p, const DeviceRuntime&) {
   return Status::ok();
 }
 
-DNNB_REGISTER(register_kernel("matmul_ggml", {DType::q8_0, DType::q4_0}, matmul_ggml_supports, run_matmul_ggml));
+// The products run on VPDPBUSD: the ceiling is i8_vnni's (matmul_i8's unit), not f32_fma's.
+DNNB_REGISTER(register_kernel("matmul_ggml", {DType::q8_0, DType::q4_0}, matmul_ggml_supports, run_matmul_ggml, "", "",
+                              [](const Problem&, const DeviceRuntime&) { return std::string("i8_vnni"); }));
 
 }  // namespace
 }  // namespace dnnb::avx512
