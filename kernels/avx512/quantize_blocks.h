@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/avx512/avx512_common.h"
+#include "kernels/avx512/fp8_encode.h"
 
 namespace dnnb::avx512::blocks {
 
@@ -116,26 +117,8 @@ DNNB_AVX512_INLINE int mx_exponent(float amax, int emax_elem) {
   return e < -127 ? -127 : e > 127 ? 127 : e;
 }
 
-// f32 -> fp8 (M mantissa bits, bias B) to nearest even, codes past Top clamped to Top (for
-// finite inputs: e4m3 Top 0x7E saturates at 448, e5m2 Top 0x7B at 57344, MX's clamping),
-// the sign in bit 7. The normal path rebiases and rounds in integers; below the smallest
-// normal one f32 add whose ulp is the format's quantum rounds (the MXCSR's nearest even).
-template <int M, int B, uint32_t Top>
-DNNB_AVX512_INLINE __m128i encode_fp8_sat(__m512 v) {
-  const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF));
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, 23 - M), _mm512_set1_epi32(1));
-  const __m512i biased = _mm512_add_epi32(a, _mm512_set1_epi32(((B - 127) << 23) + (1 << (22 - M)) - 1));
-  const __m512i normal = _mm512_srli_epi32(_mm512_add_epi32(biased, lsb), 23 - M);
-  constexpr int kMagic = (1 - B - M + 23 + 127) << 23;
-  const __m512 sum = add_rn(_mm512_castsi512_ps(a), _mm512_castsi512_ps(_mm512_set1_epi32(kMagic)));
-  const __m512i small = _mm512_sub_epi32(_mm512_castps_si512(sum), _mm512_set1_epi32(kMagic));
-  const __mmask16 is_small = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32((1 - B + 127) << 23));
-  __m512i code = _mm512_mask_mov_epi32(normal, is_small, small);
-  code = _mm512_min_epu32(code, _mm512_set1_epi32(static_cast<int>(Top)));
-  const __m512i sign = _mm512_srli_epi32(
-      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u))), 24);
-  return _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign));
-}
+// f32 -> fp8 elements: fp8_encode.h's encode_fp8 with Top 0x7E (e4m3, saturating at 448) or
+// 0x7B (e5m2, saturating at 57344: MX's clamping, where a cast gives Inf).
 
 // f32 -> E2M1 code (4 bits in each 32-bit lane) to nearest even, saturating at 6: the count of
 // rounding boundaries below |v|, a tie going to the even code (0.25 -> 0, 0.75 -> 1.0,
@@ -177,8 +160,8 @@ DNNB_AVX512_INLINE void quantize_mx(const Vecs<2>& x, uint8_t* block) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(block + 1), _mm256_cvtepi16_epi8(packed16));
   } else {
     constexpr bool e4m3 = F == DType::mxfp8;
-    const __m128i c0 = e4m3 ? encode_fp8_sat<3, 7, 0x7E>(s0) : encode_fp8_sat<2, 15, 0x7B>(s0);
-    const __m128i c1 = e4m3 ? encode_fp8_sat<3, 7, 0x7E>(s1) : encode_fp8_sat<2, 15, 0x7B>(s1);
+    const __m128i c0 = e4m3 ? encode_fp8<3, 7, 0x7E>(s0) : encode_fp8<2, 15, 0x7B>(s0);
+    const __m128i c1 = e4m3 ? encode_fp8<3, 7, 0x7E>(s1) : encode_fp8<2, 15, 0x7B>(s1);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(block + 1), c0);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(block + 17), c1);
   }
