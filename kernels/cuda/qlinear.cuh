@@ -7,11 +7,12 @@
 // The __*_rn intrinsics keep every step one IEEE operation whatever nvcc contracts.
 //
 // Kernels (the layout of kernels/cuda/cast.cuh's flat body, which reached 90-96% of copy):
-//  - qlinear_flat_kernel, contiguous 16-byte aligned x and y. A step is 16 elements: quantize's
-//    four 16-byte loads of x and one 16-byte store of y, dequantize's one 16-byte load of x and
-//    four 16-byte stores of y. Neighbouring lanes take neighbouring steps (every warp-wide access
-//    covers whole lines); a thread issues the loads of kSteps steps (64 bytes of x) before
-//    converting and storing any; blocks of 256 threads take kSteps * 256 consecutive steps an iteration, in a
+//  - qlinear_flat_kernel, contiguous 16-byte aligned x and y. A step is G elements with one
+//    16-byte access on the wide (f32) side: quantize's step is 16 elements, four 16-byte loads of
+//    x and one 16-byte store of y; dequantize's is 4 elements, one 4-byte load of x and one 16-byte
+//    store of y. Neighbouring lanes take neighbouring steps (every warp-wide store writes whole
+//    lines); a thread issues the loads of kSteps steps (64 bytes of x) before converting and
+//    storing any; blocks of 256 threads take kSteps * 256 consecutive steps an iteration, in a
 //    grid-stride loop over the blocks resident at once. The n % G elements past the last step:
 //    block 0, one a thread.
 //    Parameters: per tensor read once per thread; per channel, when inner is a multiple of G a
@@ -39,8 +40,8 @@ struct Traits {
   using Int = std::conditional_t<kSigned, int8_t, uint8_t>;
   using Src = std::conditional_t<kQuantize, float, Int>;
   using Dst = std::conditional_t<kQuantize, Int, float>;
-  static constexpr int kG = 16;                                        // elements a step
-  static constexpr int kSteps = kQuantize ? 1 : 4;                     // steps loaded before any store
+  static constexpr int kG = kQuantize ? 16 : 4;                        // elements a step
+  static constexpr int kSteps = kQuantize ? 1 : 16;                    // steps loaded before any store
   static constexpr int kQmin = kSigned ? -128 : 0, kQmax = kSigned ? 127 : 255;
 };
 
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
     qlinear_flat_kernel(const void* __restrict__ x, void* __restrict__ y, int64_t n, const float* __restrict__ scale,
                         const int* __restrict__ zero_point, Layout layout) {
   using T = Traits<kQuantize, kSigned>;
-  constexpr int kLoadWords = kQuantize ? 16 : 4;  // 32-bit words of x a step
+  constexpr int kLoadWords = kQuantize ? 16 : 1;  // 32-bit words of x a step
   const int64_t steps = n / T::kG;
   constexpr int64_t kPerIteration = int64_t{kThreads} * T::kSteps;
   const Channel tensor_ch = channel_params<kQuantize, kSigned>(scale, zero_point, 0);
@@ -112,8 +113,7 @@ __global__ void __launch_bounds__(kThreads)
             words[u][4 * q] = v.x, words[u][4 * q + 1] = v.y, words[u][4 * q + 2] = v.z, words[u][4 * q + 3] = v.w;
           }
         } else {
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(in) + s);
-          words[u][0] = v.x, words[u][1] = v.y, words[u][2] = v.z, words[u][3] = v.w;
+          words[u][0] = __ldg(in + s);
         }
       }
     }
@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(kThreads)
       Channel ch = tensor_ch;
       if (layout.per_channel && layout.step_in_one_channel)
         ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG));
+      uint32_t rw[4];  // the step's 16 bytes of y (fully unrolled: registers)
       if constexpr (kQuantize) {
-        uint32_t rw[4];  // the step's 16 bytes of y (fully unrolled: registers)
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
           uint32_t packed = 0;
@@ -138,20 +138,15 @@ __global__ void __launch_bounds__(kThreads)
           }
           rw[w] = packed;
         }
-        out[s] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
       } else {
 #pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          uint32_t rw[4];  // 4 of the step's 16 f32 values: one 16-byte store
-#pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            if (layout.per_channel && !layout.step_in_one_channel)
-              ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + 4 * w + b));
-            rw[b] = __float_as_uint(dequantize_one<kSigned>((words[u][w] >> (8 * b)) & 0xFFu, ch));
-          }
-          out[s * 4 + w] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
+        for (int b = 0; b < 4; ++b) {
+          if (layout.per_channel && !layout.step_in_one_channel)
+            ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + b));
+          rw[b] = __float_as_uint(dequantize_one<kSigned>((words[u][0] >> (8 * b)) & 0xFFu, ch));
         }
       }
+      out[s] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
     }
   }
   if (blockIdx.x == 0)  // the n % G elements after the last whole step
