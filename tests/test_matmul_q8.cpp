@@ -90,6 +90,12 @@ void run_everywhere(const std::string& text, const std::vector<Tensor>& host_inp
       Status st = r.impl->run(call);
       return st.is_ok() ? r.device->synchronize() : st;
     });
+    // A peer may refuse a layout only at run time (cuBLASLt's heuristic has no 8-bit algorithm
+    // unless a and b are K-contiguous): listed with its reason, as check lists it unsupported.
+    if (s.code == StatusCode::unsupported) {
+      skipped.push_back(r.label + " " + text + ": " + s.message);
+      continue;
+    }
     ASSERT_TRUE(s.is_ok()) << s.message;
     auto got = to_host(*y);
     ASSERT_TRUE(got.is_ok());
