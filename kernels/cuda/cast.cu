@@ -70,20 +70,6 @@ __global__ void __launch_bounds__(kThreads, 4)  // up to 64 registers: the row d
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// Resident blocks of a kernel per SM, asked once per (kernel, device).
-Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, int64_t> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, device.ordinal());
-  if (auto it = known.find(key); it != known.end()) return it->second;
-  int per_sm = 0;
-  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
-  return known[key];
-}
 
 template <int S, int D>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
@@ -95,7 +81,7 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   TD* yp = data_ptr<TD>(y);
   if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     using F = Flat<S, D>;
-    auto resident = resident_blocks(reinterpret_cast<const void*>(&cast_flat_kernel<S, D>), device);
+    auto resident = resident_blocks(reinterpret_cast<const void*>(&cast_flat_kernel<S, D>), kThreads, device);
     if (!resident) return resident.status();
     // Every block resident at once (no second wave), none without an iteration of work.
     const int64_t blocks = std::clamp<int64_t>(ceil_div(n / F::kG, int64_t{kThreads} * F::kSteps), 1, *resident);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cuda/cuda_common.cuh"
@@ -58,6 +59,18 @@ Result<cudaMemPool_t> scratch_pool(int ordinal) {
   return pool;
 }
 }  // namespace
+
+Result<int64_t> resident_blocks(const void* kernel, int threads, const CudaDevice& device) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int64_t> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, threads, device.ordinal());
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0;
+  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
+  return known[key];
+}
 
 Result<GridCounters*> grid_counters(const CudaDevice& device) {
   static std::mutex mutex;

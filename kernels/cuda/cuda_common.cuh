@@ -401,6 +401,14 @@ struct GridCounters {
 inline constexpr int kGridArrivalShift = 40;
 Result<GridCounters*> grid_counters(const CudaDevice& device);
 
+// True when p starts a 16-byte vector (the flat kernels' 16-byte loads and stores).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Blocks of `threads` threads of `kernel` resident at once on the whole device (per SM, from
+// the occupancy calculator, times the SMs), asked once per (kernel, device): the grid of a
+// grid-stride kernel that should run in one wave.
+Result<int64_t> resident_blocks(const void* kernel, int threads, const CudaDevice& device);
+
 // Registers one CUDA implementation: the op's default (variant "", `when` empty) or an
 // alternative (a variant name and, in `when`, the one sentence saying when a user would choose
 // it over the default). `extra` adds op-specific checks to supports(). False, and a message on

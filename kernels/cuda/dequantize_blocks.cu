@@ -92,19 +92,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, int64_t> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, device.ordinal());
-  if (auto it = known.find(key); it != known.end()) return it->second;
-  int per_sm = 0;
-  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
-  return known[key];
-}
 
 template <int F, int D>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
@@ -113,7 +100,7 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   const auto* xp = data_ptr<const uint8_t>(x);
   auto* yp = data_ptr<TargetT<D>>(y);
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
-    auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), device);
+    auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), kThreads, device);
     if (!resident) return resident.status();
     const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<D, F>::TB), 1, *resident);
     dequantize_tiles_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);

@@ -401,7 +401,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemm8_mma_kernel(const MmaArgs p)
   }
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The fast path's condition: both operands K-contiguous with 16-byte aligned rows.
 inline bool fast_path(const Gemm8Call& c) {
@@ -526,8 +525,8 @@ Status run_gemm8(const CudaDevice& device, const Gemm8Call& c, const Tensor& wor
     const int64_t ld = gemm8::packed_ld(c.k);
     auto* ws = data_ptr<unsigned char>(workspace);
     Gemm8Call packed = c;
-    const bool pack_a = c.a_k != 1 || c.a_m % 16 != 0 || !gemm8::aligned16(c.a);
-    const bool pack_b = c.b_k != 1 || c.b_n % 16 != 0 || !gemm8::aligned16(c.b);
+    const bool pack_a = c.a_k != 1 || c.a_m % 16 != 0 || !aligned16(c.a);
+    const bool pack_b = c.b_k != 1 || c.b_n % 16 != 0 || !aligned16(c.b);
     if (pack_a) {
       packed.a = ws;
       packed.a_m = ld;

@@ -10,7 +10,6 @@ namespace {
 
 using gemm::TileOrder;
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // A stride the fast path can step rows by: whole 16-byte chunks (8 elements), or unused
 // because the dim has one element.

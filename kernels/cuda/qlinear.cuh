@@ -180,18 +180,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Resident blocks of a kernel on the device, asked once per (kernel, device).
-inline Result<int64_t> resident_blocks(const void* kernel, const CudaDevice& device) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, int64_t> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, device.ordinal());
-  if (auto it = known.find(key); it != known.end()) return it->second;
-  int per_sm = 0;
-  DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  known[key] = static_cast<int64_t>(std::max(per_sm, 1)) * device.sm_count();
-  return known[key];
-}
 
 template <bool kQuantize, bool kSigned>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const Tensor& scale, const Tensor& zero_point,
@@ -209,10 +197,9 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const 
   auto* yp = data_ptr<typename T::Dst>(y);
   const float* sp = data_ptr<const float>(scale);
   const int* zp = data_ptr<const int>(zero_point);
-  const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     const void* kernel = reinterpret_cast<const void*>(&qlinear_flat_kernel<kQuantize, kSigned>);
-    auto resident = resident_blocks(kernel, device);
+    auto resident = resident_blocks(kernel, kThreads, device);
     if (!resident) return resident.status();
     // Every block resident at once (no second wave), none without an iteration of work.
     const int64_t blocks = std::clamp<int64_t>(ceil_div(n / T::kG, int64_t{kThreads} * T::kSteps), 1, *resident);

@@ -139,7 +139,6 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const __grid_constant__ 
   }
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // rope (sign +1) or rope_bwd (sign -1): inputs {x or dy, pos}, output {y or dx}.
 inline Status run_rope(OpCall& call, float sign) {

@@ -240,7 +240,6 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // A row stride TMA can step by (a multiple of 16 bytes), and a batch stride likewise or unused.
 bool tma_stride(int64_t stride) { return stride > 0 && stride % 8 == 0; }
