@@ -287,7 +287,7 @@ TEST(DtypeNames, EveryDtypeRoundTripsThroughBothNames) {
       {"u8", "U8", 1, 1},    {"i32", "I32", 1, 4},         {"i64", "I64", 1, 8},
       {"f64", "F64", 1, 8},  {"bool", "BOOL", 1, 1},       {"f8_e8m0", "F8_E8M0", 1, 1},
       {"f4_e2m1", "F4", 1, 1}, {"q8_0", nullptr, 32, 34},  {"q4_0", nullptr, 32, 18},
-      {"mxfp8", nullptr, 32, 33}, {"mxfp4", nullptr, 32, 17}};
+      {"mxfp8", nullptr, 32, 33}, {"mxfp4", nullptr, 32, 17}, {"mxfp8_e5m2", nullptr, 32, 33}};
   ASSERT_EQ(all_dtypes().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     const DType dtype = all_dtypes()[i];
