@@ -7,7 +7,8 @@
 #   bash ci/gpu/run-h200.sh roofline gemm-sweep
 # Steps:
 #   tiers      `check --tier T` for each T in TIERS (default "smoke ci") over every backend and
-#              device, timed; the first run fills the OpenCL program cache ($OUT/tiers.tgz)
+#              device, timed; the first run fills the OpenCL program cache ($OUT/tiers.tgz).
+#              TIER_FILL=K first fills the caches untimed with K processes per OpenCL device
 #   watchdog   the CheckWatchdog tests: a CPU case and a CUDA kernel that never return
 #   check      `check` per backend (CHECK_BACKENDS, default every one; CHECK_ARGS adds flags,
 #              e.g. "--op layernorm --variants all"; CHECK_CAP seconds per backend, default 240)
@@ -71,6 +72,23 @@ for step in "$@"; do
   case $step in
   tiers)
     mkdir -p /tmp/tiers
+    if [ "${TIER_FILL:-0}" -gt 0 ]; then
+      # Fill the OpenCL program caches (ours and PoCL's) untimed: TIER_FILL processes per OpenCL
+      # device, each checking a share of the ops, so the single-threaded program builds run side
+      # by side. The timed runs below then find every program built.
+      log "fill the OpenCL program caches: $TIER_FILL processes per OpenCL device"
+      start=$(date +%s.%N)
+      ops=$($bin list --json | python3 -c 'import json,sys; print(" ".join(sorted({i["op"] for i in json.load(sys.stdin)["implementations"] if i["backend"]=="opencl"})))')
+      for dev in $($bin devices --json | python3 -c 'import json,sys; print(" ".join(d["id"] for d in json.load(sys.stdin)["devices"] if d["kind"]=="opencl"))'); do
+        for ((i = 0; i < TIER_FILL; i++)); do
+          share=$(echo $ops | tr ' ' '\n' | awk -v n="$TIER_FILL" -v i="$i" '(NR - 1) % n == i' | paste -sd,)
+          [ -n "$share" ] && timeout "${TIER_FILL_CAP:-400}" $bin check --tier ci --backend opencl --device "$dev" --op "$share" > "/tmp/tiers/fill-${dev//[:.]/_}-$i.txt" 2>&1 &
+        done
+      done
+      wait
+      echo "fill: $(python3 -c "import time; print(round(time.time() - $start, 1))") s" | tee -a /tmp/tiers/walls.txt
+      grep -h "^check:" /tmp/tiers/fill-*.txt | head -40
+    fi
     for tier in ${TIERS:-smoke ci}; do
       log "check --tier $tier (every backend, every device)"
       start=$(date +%s.%N)
