@@ -53,6 +53,24 @@ Result<GemmDesc> linear_desc(const Problem& problem) {
   return d;
 }
 
+Result<GemmDesc> linear_bwd_desc(const Problem& problem) {
+  const auto& s = problem.shape;
+  if (s.size() != 3 && s.size() != 4)
+    return Status::bad_input("linear_bwd: shape " + shape_to_string(s) +
+                             " is not MxNxK or BxMxNxK (tokens x out x in, x [B, M, K])");
+  DNNB_TRY(positive_dims(problem));
+  GemmDesc d;
+  const size_t o = s.size() - 3;
+  d.batch = o ? s[0] : 1;
+  d.m = s[o];
+  d.n = s[o + 1];
+  d.k = s[o + 2];
+  auto bias = flag_param(problem, "bias");
+  if (!bias) return bias.status();
+  d.bias = *bias;
+  return d;
+}
+
 Result<GemmDesc> gemv_desc(const Problem& problem) {
   if (problem.shape.size() != 2)
     return Status::bad_input("gemv: shape " + shape_to_string(problem.shape) + " is not NxK (the matrix)");

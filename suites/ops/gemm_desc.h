@@ -23,6 +23,9 @@ Result<GemmDesc> matmul_desc(const Problem& problem);
 Result<GemmDesc> linear_desc(const Problem& problem);
 // gemv: shape "NxK" (the matrix, as torch.mv's); param batch=B vectors (1..16, default 1): m = B.
 Result<GemmDesc> gemv_desc(const Problem& problem);
+// linear_bwd: shape "MxNxK" (tokens, out features, in features) or "BxMxNxK" (x [B, M, K]);
+// param bias=0|1. batch = B (1 for a 2-D x): its products run over batch * m rows.
+Result<GemmDesc> linear_bwd_desc(const Problem& problem);
 
 // 2 * B * M * N * K (one multiply and one add per product), plus M * N per batch for a bias.
 double gemm_flops(const GemmDesc& desc);
