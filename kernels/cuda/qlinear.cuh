@@ -6,28 +6,35 @@
 //   dequantize: __fmul_rn(__int2float_rn(q - zp), scale) (the difference exact, one multiply).
 // The __*_rn intrinsics keep every step one IEEE operation whatever nvcc contracts.
 //
-// Kernels (the layout of kernels/cuda/cast.cuh's flat body, which reached 90-96% of copy):
-//  - qlinear_flat_kernel, contiguous 16-byte aligned x and y. A step is G elements with one
-//    16-byte access on the wide (f32) side: quantize's step is 16 elements, four 16-byte loads of
-//    x and one 16-byte store of y; dequantize's is 4 elements, one 4-byte load of x and one 16-byte
-//    store of y. Neighbouring lanes take neighbouring steps (every warp-wide store writes whole
-//    lines); a thread issues the loads of kSteps steps (64 bytes of x) before converting and
-//    storing any; blocks of 256 threads take kSteps * 256 consecutive steps an iteration, in a
-//    grid-stride loop over the blocks resident at once. The n % G elements past the last step:
-//    block 0, one a thread.
-//    Parameters: per tensor read once per thread; per channel, when inner is a multiple of G a
-//    step lies in one channel (read once per step: the scale and zero point arrays stay in L1),
-//    else each element finds its own.
+// Kernels, for contiguous 16-byte aligned x and y:
+//  - quantize, qlinear_flat_kernel (the layout of kernels/cuda/cast.cuh's flat body, 90-96% of
+//    copy): a step is 16 elements, four 16-byte loads of x and one 16-byte store of y.
+//    Neighbouring lanes take neighbouring steps; blocks of 256 threads take 256 consecutive steps
+//    an iteration, in a grid-stride loop over the blocks resident at once. The n % 16 elements
+//    past the last whole step: block 0, one a thread.
+//  - dequantize, dequantize_wide_kernel: a warp step is 512 elements. Each lane loads 16 bytes of
+//    x (one 512-byte load a warp), kSteps warp steps loaded before any is converted; each step
+//    goes through 512 bytes of the warp's shared memory (one 16-byte store a lane), from which
+//    lane l reads the 4 bytes 128 j + 4 l for its store j (0..3): four float4 stores a lane,
+//    each of them 512 contiguous bytes a warp (whole lines; four float4 a lane 64 bytes apart
+//    leave every warp-wide store a quarter of each line). The n % 512 elements past the last
+//    warp step: block 0, one a thread.
+// Parameters: per tensor read once per thread. Per channel (element i in channel
+// (i / inner) % channels, by multiply-shift division when every index fits 32 bits), when
+// inner is a multiple of 4 (quantize: 16) a store's elements lie in one channel, which is found
+// once per store (the scale and zero point arrays stay in L1); else each element finds its own.
 //  - qlinear_rows_kernel, any other layout (or misaligned views): a block's threads along the
 //    columns of its rows, element by element; element (r, c) is logical element r * cols + c.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
 
+#include "kernels/cuda/copy_common.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "suites/ops/qlinear_desc.h"
 
@@ -81,10 +88,16 @@ struct Layout {
   int64_t inner = 1, channels = 1;
   bool per_channel = false;
   bool step_in_one_channel = true;  // inner % G == 0
-  bool narrow = true;               // every index fits 32 bits: 32-bit divisions, far cheaper than 64-bit ones
+  bool narrow = true;               // every index fits 32 bits: multiply-shift divisions
+  layout::FastDivmod inner_div, channels_div;  // by inner and channels, when narrow
   __device__ __forceinline__ int64_t channel_of(int64_t i) const {
     if (!per_channel) return 0;
-    if (narrow) return (static_cast<uint32_t>(i) / static_cast<uint32_t>(inner)) % static_cast<uint32_t>(channels);
+    if (narrow) {
+      const uint32_t q = inner_div.div(static_cast<uint32_t>(i));
+      uint32_t c;
+      channels_div.divmod(q, c);
+      return c;
+    }
     return (i / inner) % channels;
   }
 };
@@ -159,6 +172,59 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Channel modes of the dequantize kernel: per tensor, one channel a store (inner % 4 == 0), one
+// an element.
+enum ChannelMode : int { kPerTensor, kPerStore, kPerElement };
+
+template <bool kSigned, int kMode, int kSteps>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_wide_kernel(const uint8_t* __restrict__ x, float* __restrict__ y, int64_t n,
+                           const float* __restrict__ scale, const int* __restrict__ zero_point, Layout layout) {
+  constexpr int kWarps = kThreads / 32;
+  __shared__ __align__(16) uint32_t stage[kWarps][128];  // a warp step's 512 bytes of x, per warp
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  uint32_t* my = stage[warp];
+  const int64_t warp_steps = n / 512;
+  constexpr int64_t kPerIteration = int64_t{kWarps} * kSteps;  // warp steps a block iteration
+  const Channel tensor_ch = channel_params<false, kSigned>(scale, zero_point, 0);
+  for (int64_t first = blockIdx.x * kPerIteration; first < warp_steps; first += gridDim.x * kPerIteration) {
+    uint4 raw[kSteps];  // every step's load before any store
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int64_t ws = first + u * kWarps + warp;  // warp-uniform
+      if (ws < warp_steps) raw[u] = __ldg(reinterpret_cast<const uint4*>(x + ws * 512) + lane);
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int64_t ws = first + u * kWarps + warp;
+      if (ws >= warp_steps) break;  // warp-uniform, and every later step is past the end too
+      reinterpret_cast<uint4*>(my)[lane] = raw[u];
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t word = my[32 * j + lane];
+        const int64_t e0 = ws * 512 + 128 * j + 4 * lane;
+        Channel ch = tensor_ch;
+        if constexpr (kMode == kPerStore) ch = channel_params<false, kSigned>(scale, zero_point, layout.channel_of(e0));
+        float v[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          if constexpr (kMode == kPerElement)
+            ch = channel_params<false, kSigned>(scale, zero_point, layout.channel_of(e0 + b));
+          v[b] = dequantize_one<kSigned>((word >> (8 * b)) & 0xFFu, ch);
+        }
+        reinterpret_cast<float4*>(y + e0)[0] = make_float4(v[0], v[1], v[2], v[3]);
+      }
+      __syncwarp();  // every lane's reads of the stage done before the next step's store
+    }
+  }
+  if (blockIdx.x == 0)  // the n % 512 elements after the last whole warp step
+    for (int64_t i = warp_steps * 512 + threadIdx.x; i < n; i += kThreads) {
+      const Channel ch = kMode == kPerTensor ? tensor_ch : channel_params<false, kSigned>(scale, zero_point, layout.channel_of(i));
+      y[i] = dequantize_one<kSigned>(x[i], ch);
+    }
+}
+
 template <bool kQuantize, bool kSigned>
 __global__ void __launch_bounds__(kThreads)
     qlinear_rows_kernel(RowView<const typename Traits<kQuantize, kSigned>::Src> x,
@@ -181,6 +247,40 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
+// Which dequantize kernel takes contiguous aligned views: DNNB_CUDA_QLINEAR_VARIANT=wide (the
+// default: 4 warp steps of x loaded at once), wide8 (8 at once) or step4 (qlinear_flat_kernel:
+// 4-byte loads of x, 16 steps at once).
+inline int dequantize_variant() {
+  static const int variant = [] {
+    const char* v = std::getenv("DNNB_CUDA_QLINEAR_VARIANT");
+    const std::string name = v == nullptr ? "" : v;
+    return name == "wide8" ? 8 : name == "step4" ? 0 : 4;
+  }();
+  return variant;
+}
+
+// dequantize_wide_kernel<kSigned, kMode, kSteps> on every block resident at once (none without
+// an iteration of work).
+template <bool kSigned, int kMode, int kSteps>
+Status launch_wide(const CudaDevice& device, const uint8_t* x, float* y, int64_t n, const float* scale,
+                   const int* zero_point, const Layout& layout) {
+  const auto kernel = &dequantize_wide_kernel<kSigned, kMode, kSteps>;
+  auto resident = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, device);
+  if (!resident) return resident.status();
+  const int64_t blocks = std::clamp<int64_t>(ceil_div(n / 512, int64_t{kThreads / 32} * kSteps), 1, *resident);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(x, y, n, scale, zero_point, layout);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <bool kSigned, int kSteps>
+Status launch_wide(const CudaDevice& device, const uint8_t* x, float* y, int64_t n, const float* scale,
+                   const int* zero_point, const Layout& layout) {
+  if (!layout.per_channel) return launch_wide<kSigned, kPerTensor, kSteps>(device, x, y, n, scale, zero_point, layout);
+  if (layout.inner % 4 == 0) return launch_wide<kSigned, kPerStore, kSteps>(device, x, y, n, scale, zero_point, layout);
+  return launch_wide<kSigned, kPerElement, kSteps>(device, x, y, n, scale, zero_point, layout);
+}
+
 template <bool kQuantize, bool kSigned>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const Tensor& scale, const Tensor& zero_point,
               const ops::QlinearDesc& d) {
@@ -193,10 +293,22 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const 
   layout.channels = d.channels;
   layout.step_in_one_channel = d.inner % T::kG == 0;
   layout.narrow = n <= int64_t{UINT32_MAX};
+  if (layout.narrow) {
+    layout.inner_div = layout::FastDivmod::of(static_cast<uint32_t>(d.inner));
+    layout.channels_div = layout::FastDivmod::of(static_cast<uint32_t>(d.channels));
+  }
   const auto* xp = data_ptr<const typename T::Src>(x);
   auto* yp = data_ptr<typename T::Dst>(y);
   const float* sp = data_ptr<const float>(scale);
   const int* zp = data_ptr<const int>(zero_point);
+  if constexpr (!kQuantize) {
+    const int variant = dequantize_variant();
+    if (variant != 0 && x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
+      const auto* xb = reinterpret_cast<const uint8_t*>(xp);
+      if (variant == 8) return launch_wide<kSigned, 8>(device, xb, yp, n, sp, zp, layout);
+      return launch_wide<kSigned, 4>(device, xb, yp, n, sp, zp, layout);
+    }
+  }
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     const void* kernel = reinterpret_cast<const void*>(&qlinear_flat_kernel<kQuantize, kSigned>);
     auto resident = resident_blocks(kernel, kThreads, device);
