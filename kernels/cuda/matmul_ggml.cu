@@ -1,52 +1,95 @@
 // matmul_ggml (docs/ops-family4.md): y = x w^T with w in q8_0 or q4_0, as ggml computes it.
+// Two launches on the device's stream, the second a programmatic dependent launch of the first.
 //
 // ggml_quantize_x: one warp per 32-value block of x (lane l holds value l), quantised as
 // core's quantize_row (ggml's quantize_row_q8_0_ref): amax by a warp max, d = amax / 127 and
 // id = 1 / d in IEEE f32 division (this file is not built with fast math), q = roundf(x id)
 // (half away from zero) clamped to +-127 (NaN -> 0, only where id is Inf), d rounded to f16
 // (__float2half_rn); a block with a NaN or an Inf gets a NaN d and q = 0. Into stream-ordered
-// scratch: the 32 quants (32 bytes a block, 16-byte aligned), d decoded to f32 and sum(q).
+// scratch: the 32 quants of a block in the order the matvec's B fragments take them (quants
+// 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 as the 8 bytes at 8t), and d decoded to f32 as
+// [row / 8][block][row % 8] (one 8-byte load gives a lane its two tokens), zero for the rows
+// that pad M to the token tile. Every block of it lets the matvec start at once
+// (griddepcontrol.launch_dependents).
 //
-// ggml_matvec: a warp per row of w, a tile of up to MT rows of x per launch row (M <= 8 is one
-// tile: w is streamed once; larger M runs the same kernel per tile of 16 rows). w's blocks are
-// 34 (q8_0) or 18 (q4_0) bytes, only 2-byte aligned, so the warp reads the bytes of 32 blocks at
-// a time with 16-byte loads (ld.global.nc.L1::no_allocate, aligned down to 16 bytes: the bytes
-// read before or after a row lie in the same 16-byte chunk as a byte of w) into its shared
-// memory (the next 32 blocks' loads in flight meanwhile), then lane l takes block l of them: 8 x 4 quant bytes (q4_0: the codes q + 8, low
-// nibbles for elements 0..15 and high nibbles for 16..31), __dp4a against x's quants (exact
-// int32; q4_0 minus 8 sum(q_x)), and acc += float(sumi) x (d_w x d_x) by an FMA (d_w x d_x, a
-// product of two f16 values, is exact in f32). The lanes' sums are added by a butterfly at the
-// end: the block terms are summed in f32 in another order than ggml's, within the dot_product
-// bound over K / 32 terms.
+// ggml_matvec, on the tensor cores: mma.sync m16n8k32 s8 x s8 -> s32 with A = 16 rows of w and
+// B = 8 tokens of x over one 32-value block, so one mma gives the exact integer dots sumi of a
+// block for 16 rows x 8 tokens (exact in s32 in any order of the 32 products). A block of 4
+// warps owns 16 rows of w and 8 tokens (16 for M > 8, as two B tiles; grid.y takes further
+// tiles of 16 tokens, each streaming w again); its warps take groups of 8 blocks of K in turn
+// (warp i: groups i, i + 4, ...). A group is 272 (q8_0) or 144 (q4_0) bytes of a row, whole
+// 16-byte chunks, so a row's groups all start at the row's offset in its 16-byte chunk: each
+// warp copies a group's 16 rows with 16-byte cp.async (aligned down; the bytes read before or
+// after a row lie in a 16-byte chunk holding a byte of w) into its ring of kStages groups in
+// shared memory, kStages - 1 in flight while it computes one. The first kStages - 1 are issued
+// before the wait for the quantiser (griddepcontrol.wait): w does not depend on it, so its
+// launch and run hide under w's first loads. Rows past N repeat the last row (never stored).
+// Fragments (PTX ISA, m16n8k32 .s8): lane (g, t) = (lane / 4, lane % 4) holds A's quants
+// 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 of rows g and g + 8, each 4 bytes read from the staged
+// row as two aligned 32-bit shared loads joined by a funnel shift (a block's quants start 2
+// bytes in: 2-byte aligned); a row's slot is 76 (q8_0) or 44 (q4_0) words, 12 mod 32 banks, so
+// the 8 rows x 4 lanes of a load hit 32 different banks. q4_0: bytes 4t .. 4t + 3 of a block hold
+// codes q + 8 of quants 4t .. 4t + 3 (low nibbles) and 16 + 4t .. (high nibbles), made s8 per
+// byte by (c + 0x78) ^ 0x80. B is 8 bytes of token g's quants at 8t (the quantiser's order).
+// Each block then adds float(sumi) x (d_w x d_x) to its f32 sums by an FMA (d_w x d_x, a product
+// of two f16 values, is exact in f32; float(sumi) is exact, |sumi| < 2^22, and taken by the
+// 1.5 x 2^23 bias instead of the quarter-rate I2F). The warps' sums are added through shared
+// memory in warp order (deterministic): the block terms are summed in f32 in another order
+// than ggml's, within the dot_product bound over K / 32 terms.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/gemm_mma.cuh"
 #include "suites/ops/matmul_ggml_desc.h"
 
 namespace dnnb::cuda_kernels {
 namespace {
 
-constexpr int kWarps = 8;                  // warps per block, each one row of w at a time
-constexpr int kGroup = 32;                 // blocks of w per warp step: one per lane
-constexpr int kStageVecs = (kGroup * 34 + 15) / 16 + 1;  // 16-byte chunks covering 32 q8_0 blocks
+constexpr int kWarps = 4;  // warps per block, splitting K
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 16;   // rows of w per block: the mma's M
+constexpr int kTokens = 8;  // tokens per B tile: the mma's N
+constexpr int kGroup = 8;   // blocks of K per warp step
+
+// A warp's stage: kGroup blocks of 16 rows, each row in a slot of whole 16-byte chunks.
+template <bool kQ8>
+struct Stage {
+  static constexpr int kBlockBytes = kQ8 ? 34 : 18;
+  static constexpr int kGroupBytes = kGroup * kBlockBytes;  // 272 / 144: whole 16-byte chunks
+  static constexpr int kChunks = kGroupBytes / 16 + 1;      // cover a group at any row offset
+  static constexpr int kSlot = (kChunks + 1) * 16;          // 304 / 176 bytes: 12 mod 32 words
+  static constexpr int kBytes = kRows * kSlot;
+  static constexpr int kPerLane = kRows * kChunks / 32;  // cp.async per lane per stage: 9 / 5
+  static_assert(kGroupBytes % 16 == 0 && (kRows * kChunks) % 32 == 0 && (kSlot / 4) % 32 == 12);
+};
 
 struct QuantArgs {
   const void* x;
   int64_t x_row, x_col;  // strides in elements
-  int64_t rows;
+  int64_t rows, rows_pad;
   int nb;
-  int8_t* xq;     // rows x nb x 32
-  float* xd;      // rows x nb
-  int* xs;        // rows x nb
+  int8_t* xq;  // rows x nb x 32, each block in fragment order
+  float* xd;   // rows_pad / 8 x nb x 8
 };
+
+// Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
+__device__ __forceinline__ int fragment_slot(int l) { return ((l & 15) >> 2) * 8 + (l >> 4) * 4 + (l & 3); }
 
 template <typename T>
 __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const int lane = threadIdx.x & 31;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
-  if (block >= a.rows * a.nb) return;  // whole warps leave together
+  if (block >= a.rows_pad * a.nb) return;  // whole warps leave together
   const int64_t i = block / a.nb;
   const int b = static_cast<int>(block % a.nb);
+  float* d_out = a.xd + ((i / kTokens) * a.nb + b) * kTokens + i % kTokens;
+  if (i >= a.rows) {  // a padding token: zero scale, no quants (the matvec reads none)
+    if (lane == 0) *d_out = 0.0f;
+    return;
+  }
   const T* src = static_cast<const T*>(a.x) + i * a.x_row + (static_cast<int64_t>(b) * 32 + lane) * a.x_col;
   const float v = to_float(*src);
   const bool finite = __all_sync(0xffffffffu, isfinite(v));
@@ -62,154 +105,207 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + lane] = static_cast<int8_t>(q);
-  int sum = q;
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, s);
-  if (lane == 0) {
-    a.xd[block] = d_value;
-    a.xs[block] = sum;
-  }
+  a.xq[block * 32 + fragment_slot(lane)] = static_cast<int8_t>(q);
+  if (lane == 0) *d_out = d_value;
 }
 
 struct MatvecArgs {
   const unsigned char* w;
   int64_t w_row_bytes;
-  int n, nb;
+  int n, nb, m;
   const int8_t* xq;
   const float* xd;
-  const int* xs;
-  int64_t m;
   float* y;
   int64_t y_row;
 };
 
-// 16 bytes read once (w): through the non-coherent path without allocating in L1.
-__device__ __forceinline__ uint4 load_stream16(const void* ptr) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
+// 4 bytes of a staged row at byte offset p (even): two aligned shared loads, one funnel shift.
+__device__ __forceinline__ uint32_t staged_u32(const unsigned char* row, int p) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(row + (p & ~3));
+  return __funnelshift_r(w[0], w[1], (p & 2) * 8);
 }
 
-template <int MT, bool kQ8>
-__global__ void __launch_bounds__(kWarps * 32) ggml_matvec(const MatvecArgs p) {
-  constexpr int kBlockBytes = kQ8 ? 34 : 18;
-  __shared__ __align__(16) uint4 stage[kWarps][kStageVecs];
+// q4_0 codes c = q + 8 (4 per word, one per byte) -> the s8 quants.
+__device__ __forceinline__ uint32_t q4_signed(uint32_t codes) { return (codes + 0x78787878u) ^ 0x80808080u; }
+
+// s = the 16 x 8 integer dots of one 32-value block (PTX ISA mma.m16n8k32, .row.col, s8 x s8).
+__device__ __forceinline__ void mma_block(int (&s)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %10, %10, %10};\n"
+      : "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+}
+
+// float(s) for |s| < 2^22, exactly: s in the significand of 1.5 x 2^23, then the bias taken off.
+__device__ __forceinline__ float exact_float(int s) { return __int_as_float(0x4b400000 + s) - 12582912.0f; }
+
+template <bool kQ8, int kNT, int kStages>
+__global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
+  using S = Stage<kQ8>;
+  extern __shared__ __align__(16) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row = blockIdx.x * kWarps + warp;
-  if (row >= p.n) return;  // no block-wide barrier below: a warp may leave alone
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * MT;
-  const int mt = static_cast<int>(min(static_cast<int64_t>(MT), p.m - m0));
-  const unsigned char* w_row = p.w + static_cast<int64_t>(row) * p.w_row_bytes;
-  const unsigned char* staged = reinterpret_cast<const unsigned char*>(stage[warp]);
-  float acc[MT];
-#pragma unroll
-  for (int v = 0; v < MT; ++v) acc[v] = 0.0f;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * kRows;
+  const int tok0 = blockIdx.y * kTokens * kNT;
+  const unsigned char* w_tile = p.w + static_cast<int64_t>(row0) * p.w_row_bytes;
+  const uintptr_t tile_addr = reinterpret_cast<uintptr_t>(w_tile);
+  unsigned char* ring = smem + warp * kStages * S::kBytes;
+  const uint32_t ring_s = gemm::smem_addr(ring);
 
-  // The bytes of step b0's 32 blocks, 16-byte aligned: `first` and the chunk count.
-  auto span = [&](int b0, uintptr_t& start, uintptr_t& first) {
-    const int count = min(kGroup, p.nb - b0);
-    start = reinterpret_cast<uintptr_t>(w_row + static_cast<int64_t>(b0) * kBlockBytes);
-    first = start & ~uintptr_t{15};
-    return static_cast<int>((start + static_cast<uintptr_t>(count) * kBlockBytes - first + 15) >> 4);
+  // Row r's offset from w_tile (rows past N repeat the last row) and its offset in a chunk.
+  auto row_offset = [&](int r) { return static_cast<int64_t>(min(row0 + r, p.n - 1) - row0) * p.w_row_bytes; };
+  // This lane's chunks of a stage: chunk i = lane + 32 j is chunk c of row r (i = r kChunks + c),
+  // read from w_tile + src[j] + the group's offset into slot byte dst[j]; it is read when it
+  // holds a byte of the group (lim[j] < the group's bytes).
+  int src[S::kPerLane], lim[S::kPerLane], dst[S::kPerLane];
+#pragma unroll
+  for (int j = 0; j < S::kPerLane; ++j) {
+    const int i = lane + 32 * j, r = i / S::kChunks, c = i - r * S::kChunks;
+    const int64_t off = row_offset(r);
+    const int o = static_cast<int>((tile_addr + off) & 15);
+    src[j] = static_cast<int>(off - o + 16 * c);
+    lim[j] = 16 * c - o;
+    dst[j] = r * S::kSlot + 16 * c;
+  }
+  // This lane's A rows g and g + 8: block 0 of a group at these slot offsets.
+  const int blk_lo = g * S::kSlot + static_cast<int>((tile_addr + row_offset(g)) & 15);
+  const int blk_hi = (g + 8) * S::kSlot + static_cast<int>((tile_addr + row_offset(g + 8)) & 15);
+
+  const int groups = (p.nb + kGroup - 1) / kGroup;
+  auto issue = [&](int q, int slot) {
+    const int bytes = min(kGroup, p.nb - q * kGroup) * S::kBlockBytes;
+    const unsigned char* base = w_tile + static_cast<int64_t>(q) * S::kGroupBytes;
+    const uint32_t stage = ring_s + slot * S::kBytes;
+#pragma unroll
+    for (int j = 0; j < S::kPerLane; ++j)
+      if (lim[j] < bytes) gemm::cp_async_16(stage + dst[j], base + src[j], 16);
   };
-  // Each step's loads are issued before the previous step's blocks are used: one step of w in
-  // flight per warp while it computes (lane l holds chunks l, l + 32, l + 64).
-  constexpr int kPerLane = (kStageVecs + 31) / 32;
-  uint4 next[kPerLane];
 #pragma unroll
-  for (int c = 0; c < kPerLane; ++c) next[c] = make_uint4(0, 0, 0, 0);
-  uintptr_t next_start = 0, next_first = 0;
-  int next_vecs = span(0, next_start, next_first);
-#pragma unroll
-  for (int c = 0; c < kPerLane; ++c) {
-    const int v = lane + 32 * c;
-    if (v < next_vecs) next[c] = load_stream16(reinterpret_cast<const void*>(next_first + 16 * static_cast<uintptr_t>(v)));
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (warp + s * kWarps < groups) issue(warp + s * kWarps, s);
+    gemm::cp_async_commit();
   }
-  for (int b0 = 0; b0 < p.nb; b0 += kGroup) {
-    const int count = min(kGroup, p.nb - b0);
-    const uintptr_t start = next_start, first = next_first;
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x's quants and scales are written
+
+  float acc[kNT][4];
 #pragma unroll
-    for (int c = 0; c < kPerLane; ++c)
-      if (lane + 32 * c < next_vecs) stage[warp][lane + 32 * c] = next[c];
-    __syncwarp();
-    if (b0 + kGroup < p.nb) {
-      next_vecs = span(b0 + kGroup, next_start, next_first);
+  for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-      for (int c = 0; c < kPerLane; ++c) {
-        const int v = lane + 32 * c;
-        if (v < next_vecs)
-          next[c] = load_stream16(reinterpret_cast<const void*>(next_first + 16 * static_cast<uintptr_t>(v)));
+    for (int c = 0; c < 4; ++c) acc[nt][c] = 0.0f;
+
+  int it = 0;
+  for (int q = warp; q < groups; q += kWarps, ++it) {
+    const int ahead = q + (kStages - 1) * kWarps;
+    if (ahead < groups) issue(ahead, (it + kStages - 1) % kStages);
+    gemm::cp_async_commit();
+    const int b0 = q * kGroup, count = min(kGroup, p.nb - b0);
+    // B fragments and d_x of the group (L1/L2: x is small), loaded while w's stage lands.
+    uint2 xb[kGroup][kNT];
+    float2 xd[kGroup][kNT];
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      if (j >= count) break;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const int tok = tok0 + nt * kTokens + g;
+        xb[j][nt] = tok < p.m ? __ldg(reinterpret_cast<const uint2*>(p.xq + (static_cast<int64_t>(tok) * p.nb + b0 + j) * 32) + t)
+                              : make_uint2(0, 0);
+        xd[j][nt] = __ldg(reinterpret_cast<const float2*>(
+                              p.xd + ((static_cast<int64_t>(tok0) / kTokens + nt) * p.nb + b0 + j) * kTokens) +
+                          t);
       }
     }
-    if (lane < count) {
-      const uint16_t* h = reinterpret_cast<const uint16_t*>(staged + (start - first) + lane * kBlockBytes);
-      const float dw = __half2float(__ushort_as_half(h[0]));
-      int wq[8];
+    gemm::cp_async_wait<kStages - 1>();
+    __syncwarp();  // every lane's chunks of this stage have landed
+    const unsigned char* stage = ring + (it % kStages) * S::kBytes;
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      if (j >= count) break;
+      const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
+      const float dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
+      const float dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
+      uint32_t a[4];
       if constexpr (kQ8) {
-#pragma unroll
-        for (int t = 0; t < 8; ++t) wq[t] = static_cast<int>(h[1 + 2 * t] | (static_cast<uint32_t>(h[2 + 2 * t]) << 16));
+        a[0] = staged_u32(stage, lo + 2 + 4 * t);
+        a[1] = staged_u32(stage, hi + 2 + 4 * t);
+        a[2] = staged_u32(stage, lo + 18 + 4 * t);
+        a[3] = staged_u32(stage, hi + 18 + 4 * t);
       } else {
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const uint32_t packed = h[1 + 2 * t] | (static_cast<uint32_t>(h[2 + 2 * t]) << 16);
-          wq[t] = static_cast<int>(packed & 0x0f0f0f0fu);             // elements 4t .. 4t + 3
-          wq[t + 4] = static_cast<int>((packed >> 4) & 0x0f0f0f0fu);  // elements 16 + 4t ..
-        }
+        const uint32_t c_lo = staged_u32(stage, lo + 2 + 4 * t), c_hi = staged_u32(stage, hi + 2 + 4 * t);
+        a[0] = q4_signed(c_lo & 0x0f0f0f0fu);
+        a[1] = q4_signed(c_hi & 0x0f0f0f0fu);
+        a[2] = q4_signed((c_lo >> 4) & 0x0f0f0f0fu);
+        a[3] = q4_signed((c_hi >> 4) & 0x0f0f0f0fu);
       }
-      const int b = b0 + lane;
 #pragma unroll
-      for (int v = 0; v < MT; ++v) {
-        if (v < mt) {
-          const int64_t xb = (m0 + v) * p.nb + b;
-          const int4* xq = reinterpret_cast<const int4*>(p.xq + xb * 32);
-          const int4 x0 = __ldg(xq), x1 = __ldg(xq + 1);
-          int s = __dp4a(wq[0], x0.x, 0);
-          s = __dp4a(wq[1], x0.y, s);
-          s = __dp4a(wq[2], x0.z, s);
-          s = __dp4a(wq[3], x0.w, s);
-          s = __dp4a(wq[4], x1.x, s);
-          s = __dp4a(wq[5], x1.y, s);
-          s = __dp4a(wq[6], x1.z, s);
-          s = __dp4a(wq[7], x1.w, s);
-          if constexpr (!kQ8) s -= 8 * __ldg(p.xs + xb);  // codes are q + 8
-          acc[v] = fmaf(static_cast<float>(s), dw * __ldg(p.xd + xb), acc[v]);
-        }
+      for (int nt = 0; nt < kNT; ++nt) {
+        int s[4];
+        mma_block(s, a, xb[j][nt].x, xb[j][nt].y);
+        // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8.
+        acc[nt][0] = fmaf(exact_float(s[0]), dw_lo * xd[j][nt].x, acc[nt][0]);
+        acc[nt][1] = fmaf(exact_float(s[1]), dw_lo * xd[j][nt].y, acc[nt][1]);
+        acc[nt][2] = fmaf(exact_float(s[2]), dw_hi * xd[j][nt].x, acc[nt][2]);
+        acc[nt][3] = fmaf(exact_float(s[3]), dw_hi * xd[j][nt].y, acc[nt][3]);
       }
     }
-    __syncwarp();  // the stage is refilled next step
+    __syncwarp();  // the slot is refilled next step
   }
+
+  // The warps' sums, added in warp order through the (now idle) ring.
+  gemm::cp_async_wait<0>();
+  __syncthreads();
+  float4* part = reinterpret_cast<float4*>(smem);
 #pragma unroll
-  for (int v = 0; v < MT; ++v) {
-    float s = acc[v];
+  for (int nt = 0; nt < kNT; ++nt)
+    part[(warp * kNT + nt) * 32 + lane] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
+  __syncthreads();
+  const float* parts = reinterpret_cast<const float*>(smem);
+  for (int i = threadIdx.x; i < kNT * 128; i += kThreads) {
+    const int nt = i / 128, l = (i / 4) % 32, c = i % 4;
+    float v = 0.0f;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0 && v < mt) p.y[(m0 + v) * p.y_row + row] = s;
+    for (int wi = 0; wi < kWarps; ++wi) v += parts[((wi * kNT + nt) * 32 + l) * 4 + c];
+    const int row = row0 + (l >> 2) + (c >> 1) * 8, tok = tok0 + nt * kTokens + (l & 3) * 2 + (c & 1);
+    if (row < p.n && tok < p.m) p.y[static_cast<int64_t>(tok) * p.y_row + row] = v;
   }
 }
 
-template <int MT, bool kQ8>
+template <bool kQ8, int kNT, int kStages>
 Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, kWarps)), static_cast<unsigned>(ceil_div(p.m, MT)));
-  ggml_matvec<MT, kQ8><<<grid, kWarps * 32, 0, device.stream()>>>(p);
-  DNNB_CUDA_CHECK_LAUNCH();
+  const auto kernel = &ggml_matvec<kQ8, kNT, kStages>;
+  constexpr int kSmem = kWarps * kStages * Stage<kQ8>::kBytes;
+  static_assert(kSmem >= kWarps * kNT * 32 * 16, "the reduction reuses the ring");
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(ceil_div(p.n, kRows)), static_cast<unsigned>(ceil_div(p.m, kTokens * kNT)));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSmem;
+  config.stream = device.stream();
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p));
   return Status::ok();
 }
 
-template <bool kQ8>
-Status launch_for_rows(const CudaDevice& device, const MatvecArgs& p) {
-  switch (p.m) {
-    case 1: return launch_matvec<1, kQ8>(device, p);
-    case 2: return launch_matvec<2, kQ8>(device, p);
-    case 3: return launch_matvec<3, kQ8>(device, p);
-    case 4: return launch_matvec<4, kQ8>(device, p);
-    case 5:
-    case 6: return launch_matvec<6, kQ8>(device, p);
-    case 7:
-    case 8: return launch_matvec<8, kQ8>(device, p);
-    default: return launch_matvec<16, kQ8>(device, p);
+// The ring depth: DNNB_CUDA_GGML_VARIANT=s3 or s2 (3 or 2 stages a warp) against the default 4.
+int ggml_stages() {
+  static const int stages = [] {
+    const char* v = std::getenv("DNNB_CUDA_GGML_VARIANT");
+    const std::string name = v == nullptr ? "" : v;
+    return name == "s3" ? 3 : name == "s2" ? 2 : 4;
+  }();
+  return stages;
+}
+
+template <bool kQ8, int kNT>
+Status launch_for_stages(const CudaDevice& device, const MatvecArgs& p) {
+  switch (ggml_stages()) {
+    case 2: return launch_matvec<kQ8, kNT, 2>(device, p);
+    case 3: return launch_matvec<kQ8, kNT, 3>(device, p);
+    default: return launch_matvec<kQ8, kNT, 4>(device, p);
   }
 }
 
@@ -230,17 +326,23 @@ Status run_matmul_ggml(OpCall& call) {
                              " do not match " + call.problem.to_string());
   if (w.strides[1] != 1 || y.strides[1] != 1)
     return Status::unsupported("cuda matmul_ggml: w's or y's columns are not unit-stride");
-  if (d->n > INT32_MAX || d->blocks() > INT32_MAX) return Status::unsupported("cuda matmul_ggml: dims beyond 2^31 - 1");
-  const int64_t blocks = d->m * d->blocks();
-  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d, then sum(q).
-  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(blocks) * (32 + sizeof(float) + sizeof(int)));
+  const int64_t w_row_bytes = static_cast<int64_t>(storage_bytes(w.dtype, w.strides[0]));
+  // src offsets of a 16-row tile are int32; blocks' scales are read as 2-byte halves.
+  if (d->n > INT32_MAX || d->blocks() > INT32_MAX || d->m > INT32_MAX || w_row_bytes * kRows > INT32_MAX)
+    return Status::unsupported("cuda matmul_ggml: dims beyond 2^31 - 1 bytes");
+  if (reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 2 != 0)
+    return Status::unsupported("cuda matmul_ggml: w is not 2-byte aligned");
+  const int nt = d->m <= kTokens ? 1 : 2;
+  if (ceil_div(d->m, kTokens * nt) > 65535) return Status::unsupported("cuda matmul_ggml: M beyond 65535 x 16");
+  const int64_t rows_pad = round_up(d->m, kTokens * nt);
+  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
+  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
   if (!scratch) return scratch.status();
   auto* xq = scratch->as<int8_t>();
-  auto* xd = reinterpret_cast<float*>(xq + blocks * 32);
-  auto* xs = reinterpret_cast<int*>(xd + blocks);
+  auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, static_cast<int>(d->blocks()), xq, xd, xs};
-  const unsigned q_grid = static_cast<unsigned>(ceil_div(blocks, 8));
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
+  const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     ggml_quantize_x<T><<<q_grid, 256, 0, (*device)->stream()>>>(qa);
@@ -251,16 +353,18 @@ Status run_matmul_ggml(OpCall& call) {
 
   MatvecArgs p{};
   p.w = data_ptr<unsigned char>(w);
-  p.w_row_bytes = static_cast<int64_t>(storage_bytes(w.dtype, w.strides[0]));
+  p.w_row_bytes = w_row_bytes;
   p.n = static_cast<int>(d->n);
   p.nb = static_cast<int>(d->blocks());
+  p.m = static_cast<int>(d->m);
   p.xq = xq;
   p.xd = xd;
-  p.xs = xs;
-  p.m = d->m;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  DNNB_TRY(d->w == DType::q8_0 ? launch_for_rows<true>(**device, p) : launch_for_rows<false>(**device, p));
+  const bool q8 = d->w == DType::q8_0;
+  Status launched = nt == 1 ? (q8 ? launch_for_stages<true, 1>(**device, p) : launch_for_stages<false, 1>(**device, p))
+                            : (q8 ? launch_for_stages<true, 2>(**device, p) : launch_for_stages<false, 2>(**device, p));
+  if (!launched.is_ok()) return launched;
   return scratch->release();
 }
 
