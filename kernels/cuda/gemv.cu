@@ -27,6 +27,7 @@
 // rounded up to a power of two (BT) for the template, vectors past B skipped. Rows that are not
 // 16-byte vectors (padded, odd offsets, transposed) are read element by element.
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
@@ -162,12 +163,19 @@ inline constexpr int kMmaRows = 16;   // rows of w per block: the mma's M
 inline constexpr int kStepK = 32;     // columns of one warp step: 4 lanes x 8 elements
 inline constexpr int kMmaUnroll = 4;  // steps per iteration, all loads issued before the mmas
 
-// 16 bytes read once (w): through the non-coherent path without allocating in L1.
+// 16 bytes read once (w): through the non-coherent path without allocating in L1; kPrefetch
+// asks L2 to fetch the whole 256-byte sector group of a miss from DRAM (.L2::256B).
+template <bool kPrefetch = false>
 __device__ __forceinline__ uint4 load_stream16(const void* ptr) {
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(ptr));
+  if constexpr (kPrefetch)
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(ptr));
+  else
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(ptr));
   return v;
 }
 
@@ -196,7 +204,10 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint4& w_lo, const
 }
 
 // Block i: rows [16 i, 16 i + 16) of y for every vector. kNT B tiles of 8 vectors (1 or 2).
-template <typename T, int kNT>
+// kContig: a warp's U steps of an iteration are adjacent (256 contiguous bytes of each of its
+// rows; warp i takes steps U i .. U i + U - 1 of each round of U x 8) instead of 8 steps apart;
+// kPrefetch: w's loads carry .L2::256B.
+template <typename T, int kNT, bool kContig, bool kPrefetch>
 __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p) {
   constexpr int U = kMmaUnroll;
   __shared__ __align__(16) float part[kMmaWarps][kNT][32][4];
@@ -224,14 +235,18 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
 
   const int steps = (p.k + kStepK - 1) / kStepK;
   const int whole = p.w_vec && p.x_vec ? p.k / kStepK : 0;  // steps of unconditional 16-byte loads
-  int s = warp;
-  for (; s + (U - 1) * kMmaWarps < whole; s += U * kMmaWarps) {
+  // Steps of a round (U x 8 steps): warp i's u-th is s + u * kStride from s = its first. The
+  // default takes a round a warp can finish; kContig only rounds every warp can (so the rest
+  // starts at a round's step i for warp i).
+  constexpr int kStride = kContig ? 1 : kMmaWarps;
+  int s = kContig ? warp * U : warp;
+  for (; kContig ? s - warp * U + U * kMmaWarps <= whole : s + (U - 1) * kMmaWarps < whole; s += U * kMmaWarps) {
     uint4 a_lo[U], a_hi[U], b[U][kNT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int k = (s + u * kMmaWarps) * kStepK + t * 8;
-      a_lo[u] = load_stream16(w_lo + k);
-      a_hi[u] = load_stream16(w_hi + k);
+      const int k = (s + u * kStride) * kStepK + t * 8;
+      a_lo[u] = load_stream16<kPrefetch>(w_lo + k);
+      a_hi[u] = load_stream16<kPrefetch>(w_hi + k);
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
         b[u][nt] = x_on[nt] ? __ldg(reinterpret_cast<const uint4*>(xr[nt] + k)) : make_uint4(0, 0, 0, 0);
@@ -241,7 +256,8 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[nt], a_lo[u], a_hi[u], b[u][nt]);
   }
-  for (; s < steps; s += kMmaWarps) {  // the rest: fewer than U steps per warp, or strided/partial
+  // The rest (fewer than U steps per warp, or strided/partial rows), step by step.
+  for (s += kContig ? warp - warp * U : 0; s < steps; s += kMmaWarps) {
     const int k = s * kStepK + t * 8;
     const uint4 a_lo = load8<T, true>(w_lo, p.w_k, p.w_vec, k, p.k);
     const uint4 a_hi = load8<T, true>(w_hi, p.w_k, p.w_vec, k, p.k);
@@ -274,11 +290,25 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
   }
 }
 
+// The w stream: DNNB_CUDA_GEMV_VARIANT=contig (a warp's steps adjacent) or l2 (adjacent, with
+// .L2::256B) against the default (steps 8 apart, no hint).
+int gemv_variant() {
+  static const int variant = [] {
+    const char* v = std::getenv("DNNB_CUDA_GEMV_VARIANT");
+    const std::string name = v == nullptr ? "" : v;
+    return name == "contig" ? 1 : name == "l2" ? 2 : 0;
+  }();
+  return variant;
+}
+
 template <typename T, int kNT>
 Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   if (p.n == 0) return Status::ok();  // no rows: nothing to launch (an empty grid is an error)
   const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows));
-  gemv_mma_kernel<T, kNT><<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
+  const auto kernel = gemv_variant() == 1   ? &gemv_mma_kernel<T, kNT, true, false>
+                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, true, true>
+                                            : &gemv_mma_kernel<T, kNT, false, false>;
+  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }
