@@ -119,11 +119,27 @@ struct MatvecArgs {
   int64_t y_row;
 };
 
-// 4 bytes of a staged row at byte offset p (even): two aligned shared loads, one funnel shift.
-__device__ __forceinline__ uint32_t staged_u32(const unsigned char* row, int p) {
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(row + (p & ~3));
-  return __funnelshift_r(w[0], w[1], (p & 2) * 8);
+// 4 staged bytes from the 8 at `word` (4-byte aligned), `shift` bits in: two shared loads and a
+// funnel shift.
+__device__ __forceinline__ uint32_t staged_u32(const unsigned char* stage, int word, int shift) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(stage + word);
+  return __funnelshift_r(w[0], w[1], shift);
 }
+
+// Where lane t's quant bytes 4t .. 4t + 3 of block j of a staged row lie, for a row whose block
+// 0 quants start at slot offset q0 (even): the aligned word at word[j % 2] + j x block bytes,
+// shifted by shift[j % 2] bits. A block is 34 or 18 bytes, 2 mod 4, so the alignment flips from
+// block to block; both cases are set up once, and every load is a register plus a constant.
+struct QuantReader {
+  int word[2], shift[2];
+  __device__ __forceinline__ QuantReader(int q0, int t) {
+    const int e = q0 & 2, base = q0 - e + 4 * t;
+    word[0] = base;              // j even: j x block bytes = 0 mod 4
+    word[1] = base - 2 + 2 * e;  // j odd: 2 mod 4 more
+    shift[0] = 8 * e;
+    shift[1] = 16 - 8 * e;
+  }
+};
 
 // q4_0 codes c = q + 8 (4 per word, one per byte) -> the s8 quants.
 __device__ __forceinline__ uint32_t q4_signed(uint32_t codes) { return (codes + 0x78787878u) ^ 0x80808080u; }
@@ -170,6 +186,7 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   // This lane's A rows g and g + 8: block 0 of a group at these slot offsets.
   const int blk_lo = g * S::kSlot + static_cast<int>((tile_addr + row_offset(g)) & 15);
   const int blk_hi = (g + 8) * S::kSlot + static_cast<int>((tile_addr + row_offset(g + 8)) & 15);
+  const QuantReader read_lo(blk_lo + 2, t), read_hi(blk_hi + 2, t);
 
   const int groups = (p.nb + kGroup - 1) / kGroup;
   auto issue = [&](int q, int slot) {
@@ -224,14 +241,16 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
       const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
       const float dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
       const float dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
+      const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
+      const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
       uint32_t a[4];
       if constexpr (kQ8) {
-        a[0] = staged_u32(stage, lo + 2 + 4 * t);
-        a[1] = staged_u32(stage, hi + 2 + 4 * t);
-        a[2] = staged_u32(stage, lo + 18 + 4 * t);
-        a[3] = staged_u32(stage, hi + 18 + 4 * t);
+        a[0] = staged_u32(stage, w_lo, sh_lo);
+        a[1] = staged_u32(stage, w_hi, sh_hi);
+        a[2] = staged_u32(stage, w_lo + 16, sh_lo);  // quants 16 + 4t .. 16 + 4t + 3
+        a[3] = staged_u32(stage, w_hi + 16, sh_hi);
       } else {
-        const uint32_t c_lo = staged_u32(stage, lo + 2 + 4 * t), c_hi = staged_u32(stage, hi + 2 + 4 * t);
+        const uint32_t c_lo = staged_u32(stage, w_lo, sh_lo), c_hi = staged_u32(stage, w_hi, sh_hi);
         a[0] = q4_signed(c_lo & 0x0f0f0f0fu);
         a[1] = q4_signed(c_hi & 0x0f0f0f0fu);
         a[2] = q4_signed((c_lo >> 4) & 0x0f0f0f0fu);
