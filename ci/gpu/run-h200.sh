@@ -30,7 +30,7 @@
 #              NVIDIA OpenCL device), GEMM_SWEEP_DTYPE (bf16), GEMM_SWEEP_SIZE, GEMM_SWEEP_ARGS.
 #   ncu        NCU_CASES="case;..." through Nsight Compute (NCU_KERNELS regex) ($OUT/ncu.tgz)
 # The published report is made from the bench tarballs on any machine: see reports/README.md.
-# CMAKE_ARGS adds configure flags. oneDNN is not installed there: run `ci/gpu/pack-onednn.sh`
+# CMAKE_ARGS adds configure flags; BUILD_TARGETS (e.g. "dnnblocks") builds only those targets. oneDNN is not installed there: run `ci/gpu/pack-onednn.sh`
 # here first and carry `.deps`.
 set -uo pipefail
 OUT=${OUT:-/tmp/dnnblocks-out}
@@ -57,7 +57,7 @@ log "configure (oneDNN=$onednn)"
 cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DDNNB_ONEDNN=$onednn ${CMAKE_ARGS:-} > $setup/configure.log 2>&1 || { tail -40 $setup/configure.log; exit 1; }
 grep "dnnblocks:" $setup/configure.log
 log build
-cmake --build build/gpu -j"$jobs" > $setup/build.log 2>&1 || { grep -E "error" -A5 $setup/build.log | head -80; exit 1; }
+cmake --build build/gpu -j"$jobs" ${BUILD_TARGETS:+--target $BUILD_TARGETS} > $setup/build.log 2>&1 || { grep -E "error" -A5 $setup/build.log | head -80; exit 1; }
 bin=build/gpu/bin/dnnblocks
 $bin devices > $setup/devices.txt 2>&1
 $bin devices --json > $setup/devices.json
