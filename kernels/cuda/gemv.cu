@@ -50,6 +50,7 @@ struct GemvArgs {
   bool w_vec;  // w_k == 1 and every row 16-byte aligned
   bool x_vec;  // x_k == 1 and every vector 16-byte aligned
   bool out_f32;
+  uint32_t zero;  // 0, unknown to the compiler: the variants' load fence (gemv_mma_kernel)
 };
 
 template <typename T, int kBT>
@@ -168,8 +169,8 @@ inline constexpr int kMmaUnroll = 4;  // steps per iteration, all loads issued b
 template <bool kPrefetch = false>
 __device__ __forceinline__ uint4 load_stream16(const void* ptr) {
   uint4 v;
-  if constexpr (kPrefetch)
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+  if constexpr (kPrefetch)  // volatile: kept ahead of the (volatile) mmas, all in flight at once
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(ptr));
   else
@@ -206,10 +207,11 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint4& w_lo, const
 // Block i: rows [16 i, 16 i + 16) of y for every vector. kNT B tiles of 8 vectors (1 or 2).
 // kContig: a warp's U steps of an iteration are adjacent (256 contiguous bytes of each of its
 // rows; warp i takes steps U i .. U i + U - 1 of each round of U x 8) instead of 8 steps apart;
-// kPrefetch: w's loads carry .L2::256B.
-template <typename T, int kNT, bool kContig, bool kPrefetch>
+// kPrefetch: w's loads carry .L2::256B. kU: steps per iteration (kMmaUnroll; 8 doubles the bytes
+// in flight per warp where N leaves 2 blocks per SM).
+template <typename T, int kNT, bool kContig, bool kPrefetch, int kU = kMmaUnroll>
 __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p) {
-  constexpr int U = kMmaUnroll;
+  constexpr int U = kU;
   __shared__ __align__(16) float part[kMmaWarps][kNT][32][4];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -251,6 +253,15 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
       for (int nt = 0; nt < kNT; ++nt)
         b[u][nt] = x_on[nt] ? __ldg(reinterpret_cast<const uint4*>(xr[nt] + k)) : make_uint4(0, 0, 0, 0);
     }
+    if constexpr (kContig) {
+      // ptxas otherwise interleaves the loads with the mmas, so a warp stalls at its first mma
+      // with only the loads before it in flight: the first mma takes a (zero) word of every
+      // load, so all of them are issued before any mma waits.
+      uint32_t fence = p.zero;
+#pragma unroll
+      for (int u = 0; u < U; ++u) fence &= a_lo[u].x & a_hi[u].x & b[u][0].x;
+      a_lo[0].x |= fence;
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -290,13 +301,13 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
   }
 }
 
-// The w stream: DNNB_CUDA_GEMV_VARIANT=contig (a warp's steps adjacent) or l2 (adjacent, with
-// .L2::256B) against the default (steps 8 apart, no hint).
+// The w stream: DNNB_CUDA_GEMV_VARIANT=l2 (a warp's 4 steps adjacent, loads with .L2::256B) or
+// u8 (8 adjacent steps with .L2::256B) against the default (4 steps 8 apart, no hint).
 int gemv_variant() {
   static const int variant = [] {
     const char* v = std::getenv("DNNB_CUDA_GEMV_VARIANT");
     const std::string name = v == nullptr ? "" : v;
-    return name == "contig" ? 1 : name == "l2" ? 2 : 0;
+    return name == "l2" ? 1 : name == "u8" ? 2 : 0;
   }();
   return variant;
 }
@@ -305,8 +316,8 @@ template <typename T, int kNT>
 Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   if (p.n == 0) return Status::ok();  // no rows: nothing to launch (an empty grid is an error)
   const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows));
-  const auto kernel = gemv_variant() == 1   ? &gemv_mma_kernel<T, kNT, true, false>
-                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, true, true>
+  const auto kernel = gemv_variant() == 1   ? &gemv_mma_kernel<T, kNT, true, true>
+                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, true, true, 8>
                                             : &gemv_mma_kernel<T, kNT, false, false>;
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
   DNNB_CUDA_CHECK_LAUNCH();
