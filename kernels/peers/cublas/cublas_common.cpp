@@ -35,8 +35,8 @@ Result<cublasHandle_t> handle_of(const CudaDevice& device) {
   return handle;
 }
 
-// A device vector of at least `count` ones in `dtype` (the column of ones of the bias product),
-// kept per device and dtype; a longer one replaces it.
+}  // namespace
+
 Result<const void*> ones(const CudaDevice& device, DType dtype, int64_t count) {
   static std::mutex mutex;
   static std::map<std::pair<int, DType>, std::pair<void*, int64_t>> cache;
@@ -75,6 +75,8 @@ Result<const void*> ones(const CudaDevice& device, DType dtype, int64_t count) {
   capacity = n;
   return static_cast<const void*>(ptr);
 }
+
+namespace {
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {

@@ -102,6 +102,10 @@ struct LtDescs {
   }
 };
 
+// A device vector of at least `count` ones in `dtype` (the column of ones of linear's bias
+// product, linear_bwd's column sum), kept per device and dtype; a longer one replaces it.
+Result<const void*> ones(const CudaDevice& device, DType dtype, int64_t count);
+
 // Runs the product with cuBLAS (or cuBLASLt, see above) on the device's stream, using the
 // call's workspace.
 Status run_product(const CudaDevice& device, OpCall& call, const Product& p);
