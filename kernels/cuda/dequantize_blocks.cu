@@ -79,6 +79,84 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A warp's tile: P 16-byte pieces of y a lane, TW = 32 P / L blocks, whose input (TW x 34, 18,
+// 33 or 17 bytes) is whole 16-byte pieces, loaded kLoads a lane.
+template <int D, int F, int P>
+struct WarpTiles {
+  static constexpr int G = 16 / static_cast<int>(sizeof(TargetT<D>));
+  static constexpr int L = 32 / G;
+  static constexpr int TW = 32 * P / L;
+  static constexpr int kTileBytes = TW * kBlockBytes<F>;
+  static constexpr int kLoads = (kTileBytes / 16 + 31) / 32;
+  static_assert(kTileBytes % 16 == 0, "a warp tile's input must be whole 16-byte pieces");
+};
+
+// Two f32 to bf16 (lo in bits 0-15) as target_code<kBF16> gives them: cvt.rn.bf16x2.f32 (round
+// to nearest even, subnormals kept, overflow to Inf), then each NaN half (above 0x7F80 in
+// magnitude, whatever NaN the instruction gives) replaced by the quiet NaN 0x7FC0 with the f32's
+// sign. About 4.5 instructions a value for the integer encoder's 7.5.
+__device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  const uint32_t nan = ((r & 0x7FFF7FFFu) + 0x007F007Fu) & 0x80008000u;  // bit 15 of each NaN half
+  const uint32_t mask = (nan >> 15) * 0xFFFFu;
+  const uint32_t quiet = (__byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u) & 0x80008000u) | 0x7FC07FC0u;
+  return (r & ~mask) | (quiet & mask);
+}
+
+template <int F, int D, int P, bool kCvt>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_warp_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
+  using T = WarpTiles<D, F, P>;
+  constexpr int G = T::G, L = T::L, TW = T::TW, kWarps = kThreads / 32;
+  // 16 bytes past each tile: load_bytes reads a word beyond the bytes it returns.
+  __shared__ __align__(16) uint8_t tiles[kWarps][T::kTileBytes + 16];
+  // MX: every element code's value, one table for the block (a load instead of a decode).
+  __shared__ uint32_t table[F == kQ8_0 || F == kQ4_0 ? 1 : kElementCodes<F>];
+  if constexpr (F != kQ8_0 && F != kQ4_0) {
+    for (int c = threadIdx.x; c < kElementCodes<F>; c += kThreads) table[c] = as_bits(element_value<F>(c));
+    __syncthreads();
+  }
+  const int lane = threadIdx.x % 32, k = lane % L;
+  uint8_t* tile_in = tiles[threadIdx.x / 32];
+  const int64_t n_tiles = (n_blocks + TW - 1) / TW;
+  for (int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; tile < n_tiles;
+       tile += static_cast<int64_t>(gridDim.x) * kWarps) {
+    const int64_t first = tile * TW;
+    const int nb = static_cast<int>(n_blocks - first < TW ? n_blocks - first : TW);
+    const int bytes = nb * kBlockBytes<F>;
+    const uint8_t* in = x + first * kBlockBytes<F>;
+    uint4 raw[T::kLoads];  // every load before any store to the tile copy
+#pragma unroll
+    for (int r = 0; r < T::kLoads; ++r)
+      if (32 * r + lane < bytes / 16) raw[r] = __ldcs(reinterpret_cast<const uint4*>(in) + 32 * r + lane);
+#pragma unroll
+    for (int r = 0; r < T::kLoads; ++r)
+      if (32 * r + lane < bytes / 16) reinterpret_cast<uint4*>(tile_in)[32 * r + lane] = raw[r];
+    for (int i = bytes / 16 * 16 + lane; i < bytes; i += 32) tile_in[i] = in[i];
+    __syncwarp();
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int blk = (32 * p + lane) / L;
+      if (blk < nb) {
+        float v[G];
+        decode_piece<F, G>(tile_in, blk * kBlockBytes<F>, k, table, v);
+        uint4 bits;
+        if constexpr (kCvt && D == kBF16) {
+          bits = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]), bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
+        } else {
+          TargetT<D> codes[G];
+#pragma unroll
+          for (int i = 0; i < G; ++i) codes[i] = target_code<D>(v[i]);
+          memcpy(&bits, codes, 16);
+        }
+        __stcs(reinterpret_cast<uint4*>(y + (first + blk) * 32 + k * G), bits);
+      }
+    }
+    __syncwarp();  // every lane's reads of the tile copy done before the next tile's loads land
+  }
+}
+
 // x's rows (ri, in values: row starts are whole blocks) may be padded; y is contiguous.
 template <int F, int D>
 __global__ void __launch_bounds__(kThreads)
@@ -93,12 +171,31 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
+// dequantize_warp_kernel<F, D, P, kCvt> on every block resident at once (none without a tile).
+template <int F, int D, int P, bool kCvt>
+Status launch_warp(const CudaDevice& device, const uint8_t* x, TargetT<D>* y, int64_t n_blocks) {
+  const auto kernel = &dequantize_warp_kernel<F, D, P, kCvt>;
+  auto resident = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, device);
+  if (!resident) return resident.status();
+  const int64_t tiles = ceil_div(n_blocks, int64_t{WarpTiles<D, F, P>::TW});
+  const int64_t blocks = std::clamp<int64_t>(ceil_div(tiles, int64_t{kThreads / 32}), 1, *resident);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(x, y, n_blocks);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
 template <int F, int D>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   const int64_t n_blocks = y.numel() / 32;
   if (n_blocks == 0) return Status::ok();
   const auto* xp = data_ptr<const uint8_t>(x);
   auto* yp = data_ptr<TargetT<D>>(y);
+  if (x.is_contiguous() && aligned16(xp) && aligned16(yp) && blocks_variant() != kTilesVariant) {
+    if (blocks_variant() == kWarp4) return launch_warp<F, D, 4, false>(device, xp, yp, n_blocks);
+    if constexpr (D == kBF16)
+      if (blocks_variant() == kWarp8Cvt) return launch_warp<F, D, 8, true>(device, xp, yp, n_blocks);
+    return launch_warp<F, D, 8, false>(device, xp, yp, n_blocks);
+  }
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), kThreads, device);
     if (!resident) return resident.status();

@@ -87,6 +87,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A warp's tile: a lane holds 8 values of a block (G = 8, L = 4 lanes a block: one 16-byte load
+// from a 16-bit source, two adjacent ones from f32), N loads a lane, so P = N / (loads a piece)
+// pieces and TW = 8 P blocks; the tile's output (TW x 34, 18, 33 or 17 bytes) is whole 16-byte
+// pieces.
+template <int S, int F, int N>
+struct WarpTiles {
+  static constexpr int G = 8, L = 4;
+  static constexpr int kLoads = G * static_cast<int>(sizeof(SourceT<S>)) / 16;  // a piece
+  static constexpr int P = N / kLoads;
+  static constexpr int TW = 32 * P / L;
+  static constexpr int kTileBytes = TW * kBlockBytes<F>;
+  static_assert(kTileBytes % 16 == 0, "a warp tile's output must be whole 16-byte pieces");
+};
+
+template <int S, int F, int N>
+__global__ void __launch_bounds__(kThreads)
+    quantize_warp_kernel(const SourceT<S>* __restrict__ x, uint8_t* __restrict__ y, int64_t n_blocks) {
+  using T = WarpTiles<S, F, N>;
+  constexpr int G = T::G, L = T::L, P = T::P, TW = T::TW, kWarps = kThreads / 32;
+  __shared__ __align__(16) uint8_t tiles[kWarps][T::kTileBytes];
+  const int lane = threadIdx.x % 32, k = lane % L;
+  uint8_t* tile_out = tiles[threadIdx.x / 32];
+  const int64_t n_tiles = (n_blocks + TW - 1) / TW;
+  for (int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; tile < n_tiles;
+       tile += static_cast<int64_t>(gridDim.x) * kWarps) {
+    const int64_t first = tile * TW;
+    const int nb = static_cast<int>(n_blocks - first < TW ? n_blocks - first : TW);
+    // Piece p of the lane: values kG .. kG + G - 1 of block (32 p + lane) / L, the tile's
+    // 16-byte pieces kLoads (32 p + lane) onwards.
+    const auto* in = reinterpret_cast<const uint4*>(x + first * 32);
+    uint4 raw[P][T::kLoads];  // every load before any encode
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int j = 0; j < T::kLoads; ++j)
+        raw[p][j] = (32 * p + lane) / L < nb ? in[T::kLoads * (32 * p + lane) + j] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      SourceT<S> codes[G];
+      memcpy(codes, raw[p], 16 * T::kLoads);
+      uint32_t bits[G];
+#pragma unroll
+      for (int i = 0; i < G; ++i) bits[i] = cast_detail::to_f32<S>(codes[i]);
+      // Lanes of blocks past the end encode zeros into the unused part of the tile copy.
+      encode_piece<F, L, G>(bits, k, tile_out + (32 * p + lane) / L * kBlockBytes<F>);
+    }
+    __syncwarp();
+    const int bytes = nb * kBlockBytes<F>;
+    uint8_t* out = y + first * kBlockBytes<F>;
+    for (int i = lane; i < bytes / 16; i += 32)
+      __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
+    for (int i = bytes / 16 * 16 + lane; i < bytes; i += 32) out[i] = tile_out[i];
+    __syncwarp();  // every lane's reads of the tile copy done before the next tile's codes
+  }
+}
+
 template <int S, int F>
 __global__ void __launch_bounds__(kThreads)
     quantize_rows_kernel(RowView<const SourceT<S>> x, uint8_t* __restrict__ y) {
@@ -110,12 +166,29 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
+// quantize_warp_kernel<S, F, N> on every block resident at once (none without a tile).
+template <int S, int F, int N>
+Status launch_warp(const CudaDevice& device, const SourceT<S>* x, uint8_t* y, int64_t n_blocks) {
+  const auto kernel = &quantize_warp_kernel<S, F, N>;
+  auto resident = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, device);
+  if (!resident) return resident.status();
+  const int64_t tiles = ceil_div(n_blocks, int64_t{WarpTiles<S, F, N>::TW});
+  const int64_t blocks = std::clamp<int64_t>(ceil_div(tiles, int64_t{kThreads / 32}), 1, *resident);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(x, y, n_blocks);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
 template <int S, int F>
 Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   const int64_t n_blocks = y.numel() / 32;
   if (n_blocks == 0) return Status::ok();
   const SourceT<S>* xp = data_ptr<const SourceT<S>>(x);
   auto* yp = data_ptr<uint8_t>(y);
+  if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp) && blocks_variant() != kTilesVariant) {
+    if (blocks_variant() == kWarp4) return launch_warp<S, F, 4>(device, xp, yp, n_blocks);
+    return launch_warp<S, F, 8>(device, xp, yp, n_blocks);
+  }
   if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     auto resident = resident_blocks(reinterpret_cast<const void*>(&quantize_tiles_kernel<S, F>), kThreads, device);
     if (!resident) return resident.status();
