@@ -216,20 +216,23 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     if (ahead < groups) issue(ahead, (it + kStages - 1) % kStages);
     gemm::cp_async_commit();
     const int b0 = q * kGroup, count = min(kGroup, p.nb - b0);
-    // B fragments and d_x of the group (L1/L2: x is small), loaded while w's stage lands.
+    // B fragments and d_x of the group (L1/L2: x is small), loaded while w's stage lands. The
+    // blocks past K of a last, partial group (j >= count) are computed too, without branches,
+    // with zero B, d_x and d_w: they add exact zeros.
     uint2 xb[kGroup][kNT];
     float2 xd[kGroup][kNT];
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
-      if (j >= count) break;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
         const int tok = tok0 + nt * kTokens + g;
-        xb[j][nt] = tok < p.m ? __ldg(reinterpret_cast<const uint2*>(p.xq + (static_cast<int64_t>(tok) * p.nb + b0 + j) * 32) + t)
-                              : make_uint2(0, 0);
-        xd[j][nt] = __ldg(reinterpret_cast<const float2*>(
-                              p.xd + ((static_cast<int64_t>(tok0) / kTokens + nt) * p.nb + b0 + j) * kTokens) +
-                          t);
+        xb[j][nt] = j < count && tok < p.m
+                        ? __ldg(reinterpret_cast<const uint2*>(p.xq + (static_cast<int64_t>(tok) * p.nb + b0 + j) * 32) + t)
+                        : make_uint2(0, 0);
+        xd[j][nt] = j < count ? __ldg(reinterpret_cast<const float2*>(
+                                          p.xd + ((static_cast<int64_t>(tok0) / kTokens + nt) * p.nb + b0 + j) * kTokens) +
+                                      t)
+                              : make_float2(0.0f, 0.0f);
       }
     }
     gemm::cp_async_wait<kStages - 1>();
@@ -237,10 +240,10 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     const unsigned char* stage = ring + (it % kStages) * S::kBytes;
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
-      if (j >= count) break;
       const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
-      const float dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
-      const float dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
+      // Past K the staged bytes are stale: any f16 there, an Inf or NaN too, becomes 0.
+      const float dw_lo = j < count ? __half2float(*reinterpret_cast<const __half*>(stage + lo)) : 0.0f;
+      const float dw_hi = j < count ? __half2float(*reinterpret_cast<const __half*>(stage + hi)) : 0.0f;
       const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
       const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
       uint32_t a[4];
