@@ -101,7 +101,7 @@ struct WarpTiles {
   static_assert(kTileBytes % 16 == 0, "a warp tile's output must be whole 16-byte pieces");
 };
 
-template <int S, int F, int N>
+template <int S, int F, int N, bool kCvt>
 __global__ void __launch_bounds__(kThreads)
     quantize_warp_kernel(const SourceT<S>* __restrict__ x, uint8_t* __restrict__ y, int64_t n_blocks) {
   using T = WarpTiles<S, F, N>;
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < G; ++i) bits[i] = cast_detail::to_f32<S>(codes[i]);
       // Lanes of blocks past the end encode zeros into the unused part of the tile copy.
-      encode_piece<F, L, G>(bits, k, tile_out + (32 * p + lane) / L * kBlockBytes<F>);
+      encode_piece<F, L, G, kCvt>(bits, k, tile_out + (32 * p + lane) / L * kBlockBytes<F>);
     }
     __syncwarp();
     const int bytes = nb * kBlockBytes<F>;
@@ -166,10 +166,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
-// quantize_warp_kernel<S, F, N> on every block resident at once (none without a tile).
-template <int S, int F, int N>
+// quantize_warp_kernel<S, F, N, kCvt> on every block resident at once (none without a tile).
+template <int S, int F, int N, bool kCvt>
 Status launch_warp(const CudaDevice& device, const SourceT<S>* x, uint8_t* y, int64_t n_blocks) {
-  const auto kernel = &quantize_warp_kernel<S, F, N>;
+  const auto kernel = &quantize_warp_kernel<S, F, N, kCvt>;
   auto resident = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, device);
   if (!resident) return resident.status();
   const int64_t tiles = ceil_div(n_blocks, int64_t{WarpTiles<S, F, N>::TW});
@@ -186,8 +186,10 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   const SourceT<S>* xp = data_ptr<const SourceT<S>>(x);
   auto* yp = data_ptr<uint8_t>(y);
   if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp) && blocks_variant() != kTilesVariant) {
-    if (blocks_variant() == kWarp4) return launch_warp<S, F, 4>(device, xp, yp, n_blocks);
-    return launch_warp<S, F, 8>(device, xp, yp, n_blocks);
+    if (blocks_variant() == kWarp4) return launch_warp<S, F, 4, false>(device, xp, yp, n_blocks);
+    if constexpr (S != kF32 && F == kMxE2M1)
+      if (blocks_variant() == kWarp8Cvt) return launch_warp<S, F, 8, true>(device, xp, yp, n_blocks);
+    return launch_warp<S, F, 8, false>(device, xp, yp, n_blocks);
   }
   if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp)) {
     auto resident = resident_blocks(reinterpret_cast<const void*>(&quantize_tiles_kernel<S, F>), kThreads, device);

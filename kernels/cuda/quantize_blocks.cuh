@@ -19,7 +19,8 @@ using cast_detail::as_float;
 // Which kernel takes contiguous 16-byte aligned views, in quantize_blocks.cu and
 // dequantize_blocks.cu: DNNB_CUDA_QBLOCKS_VARIANT=warp8 (the default: warp tiles, 8 16-byte
 // loads (quantize) or stores (dequantize) a lane), warp4 (4 a lane), warp8cvt (warp8 with
-// dequantize's bf16 output rounded by cvt.rn.bf16x2.f32) or tiles (tiles of a whole block of
+// dequantize's bf16 output rounded by cvt.rn.bf16x2.f32 and E2M1 from 16-bit sources encoded
+// in f16x2: e2m1x2_f16) or tiles (tiles of a whole block of
 // threads, two __syncthreads a tile).
 enum BlocksVariant : int { kTilesVariant = 0, kWarp4 = 4, kWarp8 = 8, kWarp8Cvt = 9 };
 inline int blocks_variant() {
@@ -195,7 +196,32 @@ __device__ __forceinline__ uint32_t group_min(uint32_t m) {
   return m;
 }
 
-template <int F, int L, int G>
+// Two scaled MX values (|v| < 8, finite; from a 16-bit source, so exact in f16 from 2^-14 up) to
+// E2M1, lo in bits 0-3 and hi in 4-7, by f16x2 arithmetic: cvt.rn.f16x2.f32 (exact for them;
+// below 2^-14 it may round, and such values encode as +-0 either way), then the boundary count
+// of encode_e2m1 as seven f16x2 comparisons (1.0 or 0.0 a half) summed onto 1024, whose f16
+// bits' low bits are then the count. About 10 instructions a value for encode_e2m1's 13. Not
+// for f32 sources: their rounding to f16 could move a value onto a boundary.
+__device__ __forceinline__ uint32_t e2m1x2_f16(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  const __half2 a = __habs2(h);
+  __half2 c = __float2half2_rn(1024.0f);
+  c = __hadd2(c, __hgt2(a, __float2half2_rn(0.25f)));
+  c = __hadd2(c, __hge2(a, __float2half2_rn(0.75f)));
+  c = __hadd2(c, __hgt2(a, __float2half2_rn(1.25f)));
+  c = __hadd2(c, __hge2(a, __float2half2_rn(1.75f)));
+  c = __hadd2(c, __hgt2(a, __float2half2_rn(2.5f)));
+  c = __hadd2(c, __hge2(a, __float2half2_rn(3.5f)));
+  c = __hadd2(c, __hgt2(a, __float2half2_rn(5.0f)));
+  uint32_t cb, hb;
+  memcpy(&cb, &c, 4);
+  memcpy(&hb, &h, 4);
+  const uint32_t both = (cb & 0x00070007u) | ((hb >> 12) & 0x00080008u);  // lo code bits 0-3, hi 16-19
+  return (both | (both >> 12)) & 0xFFu;
+}
+
+// kCvt: E2M1 by e2m1x2_f16 (16-bit sources only).
+template <int F, int L, int G, bool kCvt = false>
 __device__ __forceinline__ void encode_piece(const uint32_t (&bits)[G], int k, uint8_t* block) {
   uint32_t m = 0;
 #pragma unroll
@@ -251,9 +277,9 @@ __device__ __forceinline__ void encode_piece(const uint32_t (&bits)[G], int k, u
     if constexpr (F == kMxE2M1) {
 #pragma unroll
       for (int i = 0; i < G; i += 2) {
-        const uint32_t lo = encode_e2m1(__fmul_rn(__uint_as_float(bits[i]), inv));
-        const uint32_t hi = encode_e2m1(__fmul_rn(__uint_as_float(bits[i + 1]), inv));
-        block[1 + (k * G + i) / 2] = finite ? static_cast<uint8_t>(lo | (hi << 4)) : uint8_t{0};
+        const float lo = __fmul_rn(__uint_as_float(bits[i]), inv), hi = __fmul_rn(__uint_as_float(bits[i + 1]), inv);
+        const uint32_t pair = kCvt ? e2m1x2_f16(lo, hi) : encode_e2m1(lo) | encode_e2m1(hi) << 4;
+        block[1 + (k * G + i) / 2] = finite ? static_cast<uint8_t>(pair) : uint8_t{0};
       }
     } else {
 #pragma unroll
