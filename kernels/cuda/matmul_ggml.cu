@@ -15,8 +15,9 @@
 // ggml_matvec, on the tensor cores: mma.sync m16n8k32 s8 x s8 -> s32 with A = 16 rows of w and
 // B = 8 tokens of x over one 32-value block, so one mma gives the exact integer dots sumi of a
 // block for 16 rows x 8 tokens (exact in s32 in any order of the 32 products). A block of 4
-// warps owns 16 rows of w and 8 tokens (16 for M > 8, as two B tiles; grid.y takes further
-// tiles of 16 tokens, each streaming w again); its warps take groups of 8 blocks of K in turn
+// warps owns 16 rows of w and 8 tokens (16 for M > 8, as two B tiles; the blocks of further
+// tiles of 16 tokens come next to each other in launch order, so they read the rows' w from L2
+// at about the same time); its warps take groups of 8 blocks of K in turn
 // (warp i: groups i, i + 4, ...). A group is 272 (q8_0) or 144 (q4_0) bytes of a row, whole
 // 16-byte chunks, so a row's groups all start at the row's offset in its 16-byte chunk: each
 // warp copies a group's 16 rows with 16-byte cp.async (aligned down; the bytes read before or
@@ -161,8 +162,9 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * kRows;
-  const int tok0 = blockIdx.y * kTokens * kNT;
+  const int token_tiles = (p.m + kTokens * kNT - 1) / (kTokens * kNT);
+  const int row0 = static_cast<int>(blockIdx.x / token_tiles) * kRows;
+  const int tok0 = static_cast<int>(blockIdx.x % token_tiles) * kTokens * kNT;
   const unsigned char* w_tile = p.w + static_cast<int64_t>(row0) * p.w_row_bytes;
   const uintptr_t tile_addr = reinterpret_cast<uintptr_t>(w_tile);
   unsigned char* ring = smem + warp * kStages * S::kBytes;
@@ -299,7 +301,7 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   static_assert(kSmem >= kWarps * kNT * 32 * 16, "the reduction reuses the ring");
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ceil_div(p.n, kRows)), static_cast<unsigned>(ceil_div(p.m, kTokens * kNT)));
+  config.gridDim = dim3(static_cast<unsigned>(ceil_div(p.n, kRows) * ceil_div(p.m, kTokens * kNT)));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = kSmem;
   config.stream = device.stream();
@@ -355,7 +357,8 @@ Status run_matmul_ggml(OpCall& call) {
   if (reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 2 != 0)
     return Status::unsupported("cuda matmul_ggml: w is not 2-byte aligned");
   const int nt = d->m <= kTokens ? 1 : 2;
-  if (ceil_div(d->m, kTokens * nt) > 65535) return Status::unsupported("cuda matmul_ggml: M beyond 65535 x 16");
+  if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
+    return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
   // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
   auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
