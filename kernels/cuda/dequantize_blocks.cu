@@ -135,23 +135,30 @@ __global__ void __launch_bounds__(kThreads)
       if (32 * r + lane < bytes / 16) reinterpret_cast<uint4*>(tile_in)[32 * r + lane] = raw[r];
     for (int i = bytes / 16 * 16 + lane; i < bytes; i += 32) tile_in[i] = in[i];
     __syncwarp();
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
+    TargetT<D>* y_tile = y + first * 32;
+    // Piece p: values kG .. kG + G - 1 of block (32 p + lane) / L, one 16-byte store.
+    const auto piece = [&](int p) {
       const int blk = (32 * p + lane) / L;
-      if (blk < nb) {
-        float v[G];
-        decode_piece<F, G>(tile_in, blk * kBlockBytes<F>, k, table, v);
-        uint4 bits;
-        if constexpr (kCvt && D == kBF16) {
-          bits = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]), bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
-        } else {
-          TargetT<D> codes[G];
+      float v[G];
+      decode_piece<F, G>(tile_in, blk * kBlockBytes<F>, k, table, v);
+      uint4 bits;
+      if constexpr (kCvt && D == kBF16) {
+        bits = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]), bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
+      } else {
+        TargetT<D> codes[G];
 #pragma unroll
-          for (int i = 0; i < G; ++i) codes[i] = target_code<D>(v[i]);
-          memcpy(&bits, codes, 16);
-        }
-        __stcs(reinterpret_cast<uint4*>(y + (first + blk) * 32 + k * G), bits);
+        for (int i = 0; i < G; ++i) codes[i] = target_code<D>(v[i]);
+        memcpy(&bits, codes, 16);
       }
+      __stcs(reinterpret_cast<uint4*>(y_tile) + 32 * p + lane, bits);
+    };
+    if (nb == TW) {  // every tile but the last: no test a piece
+#pragma unroll
+      for (int p = 0; p < P; ++p) piece(p);
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+        if ((32 * p + lane) / L < nb) piece(p);
     }
     __syncwarp();  // every lane's reads of the tile copy done before the next tile's loads land
   }
