@@ -134,11 +134,17 @@ __global__ void __launch_bounds__(kThreads)
       encode_piece<F, L, G, kCvt>(bits, k, tile_out + (32 * p + lane) / L * kBlockBytes<F>);
     }
     __syncwarp();
-    const int bytes = nb * kBlockBytes<F>;
     uint8_t* out = y + first * kBlockBytes<F>;
-    for (int i = lane; i < bytes / 16; i += 32)
-      __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
-    for (int i = bytes / 16 * 16 + lane; i < bytes; i += 32) out[i] = tile_out[i];
+    if (nb == TW) {  // every tile but the last: a fixed count of 16-byte words
+#pragma unroll
+      for (int i = lane; i < T::kTileBytes / 16; i += 32)
+        __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
+    } else {
+      const int bytes = nb * kBlockBytes<F>;
+      for (int i = lane; i < bytes / 16; i += 32)
+        __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
+      for (int i = bytes / 16 * 16 + lane; i < bytes; i += 32) out[i] = tile_out[i];
+    }
     __syncwarp();  // every lane's reads of the tile copy done before the next tile's codes
   }
 }
