@@ -1,13 +1,18 @@
 // CUDA dequantize_blocks: x in a block format -> y (f32, f16, bf16), each value decoded exactly
-// (quantize_blocks.cuh's decode_value) and rounded once to y's dtype by cast.cuh's encoders
-// (docs/ops-family4.md, "dequantize_blocks").
-// Kernels:
-//  - dequantize_tiles_kernel, x and y 16-byte aligned: blocks of 256 threads take tiles of TB
-//    blocks (64 to f32, 128 to 16-bit outputs) in a grid-stride loop over the resident blocks.
-//    The tile's input (TB x 34, 18, 33 or 17 bytes: whole 16-byte pieces, so every tile starts
-//    aligned although the blocks do not) is copied to shared memory with 16-byte loads; then
-//    each lane decodes G values (4 to f32, 8 to 16-bit) of a block and writes them with one
-//    16-byte streaming store, neighbouring lanes neighbouring pieces of y.
+// (quantize_blocks.cuh's decode_value / decode_piece) and rounded once to y's dtype by cast.cuh's
+// encoders (docs/ops-family4.md, "dequantize_blocks").
+// Kernels (quantize_blocks.cuh's blocks_variant picks the first or second for aligned views):
+//  - dequantize_warp_kernel, x and y 16-byte aligned: each warp takes its own tiles of TW blocks
+//    (32 to f32, 64 to 16-bit outputs) in a grid-stride loop over the resident warps, no
+//    block-wide barrier. The tile's input (TW x 34, 18, 33 or 17 bytes: whole 16-byte pieces, so
+//    every tile starts aligned although the blocks do not) is loaded with 16-byte loads, all of
+//    them before any lands in the warp's shared memory; then each lane decodes G values (4 to f32,
+//    8 to 16-bit) of a block from aligned words of the copy (MX elements from a table of element
+//    values the block fills once) and writes them with one 16-byte streaming store, neighbouring
+//    lanes neighbouring pieces of y, P = 8 pieces a lane a tile.
+//  - dequantize_tiles_kernel (DNNB_CUDA_QBLOCKS_VARIANT=tiles, the earlier form): blocks of 256
+//    threads take tiles of 64 or 128 blocks between two __syncthreads, each value decoded from
+//    the shared copy byte by byte.
 //  - dequantize_blocks_kernel otherwise (padded rows of x, unaligned views): a warp per block,
 //    lane j writing value j.
 #include <algorithm>

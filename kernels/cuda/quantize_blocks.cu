@@ -1,14 +1,17 @@
 // CUDA quantize_blocks: x (f32, f16, bf16) -> y in a block format, bit for bit as core/dtype.cpp's
 // quantize_row (docs/ops-family4.md, "quantize_blocks"; the codecs: quantize_blocks.cuh).
-// Kernels:
-//  - quantize_tiles_kernel, contiguous 16-byte aligned x and y: blocks of 256 threads take tiles
-//    of TB blocks (64 from f32, 128 from 16-bit sources) in a grid-stride loop over the resident
-//    blocks. Every lane loads its two 16-byte pieces of x (G = 4 or 8 values, L = 8 or 4 lanes a
-//    block) before computing; the group's codes go to a shared-memory copy of the tile's output,
-//    which the block then writes with 16-byte streaming stores. A tile's output (TB x 34, 18,
-//    33 or 17 bytes) is a whole number of 16-byte pieces, so every tile starts 16-byte aligned
-//    although the blocks themselves do not (34-byte q8_0 blocks). Bytes past the last whole piece
-//    of the last tile: one a thread.
+// Kernels (quantize_blocks.cuh's blocks_variant picks the first or second for contiguous views):
+//  - quantize_warp_kernel, contiguous 16-byte aligned x and y: each warp takes its own tiles of
+//    TW blocks (32 from f32, 64 from 16-bit sources) in a grid-stride loop over the resident
+//    warps, no block-wide barrier. A lane loads N = 8 16-byte pieces of x (8 values of a block a
+//    piece, 4 lanes a block) before encoding any; the group's codes go to the warp's shared-memory
+//    copy of the tile's output (encode_piece), which the warp then writes as contiguous 16-byte
+//    streaming stores. A tile's output (TW x 34, 18, 33 or 17 bytes) is a whole number of 16-byte
+//    pieces, so every tile starts 16-byte aligned although the blocks do not (34-byte q8_0
+//    blocks). Bytes past the last whole piece of the last tile: one a lane.
+//  - quantize_tiles_kernel (DNNB_CUDA_QBLOCKS_VARIANT=tiles, the earlier form): blocks of 256
+//    threads take tiles of 64 (f32) or 128 (16-bit) blocks, two 16-byte pieces a thread, the
+//    tile's output written by the whole block between two __syncthreads.
 //  - quantize_rows_kernel, any other layout of x (transposed, padded): a warp per block, lane j
 //    reading value j through the view's strides and writing its code(s) straight to y.
 #include <algorithm>

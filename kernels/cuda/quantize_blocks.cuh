@@ -2,8 +2,10 @@
 // for bit as core/dtype.cpp's quantize_row and load_element (docs/ops-family4.md,
 // "quantize_blocks"). A block's 32 values are held by a group of L consecutive lanes of a warp,
 // G = 32 / L values a lane (lane k of the group: values kG .. kG + G - 1); the group agrees on
-// the block's amax (and q4_0's signed maximum) through shuffles of width L, then each lane
-// encodes its own values. The element encoders and decoders are cast.cuh's (cast_detail).
+// the block's amax (and q4_0's signed maximum) through shuffles of width L (block_head, or
+// encode_piece's integer maxima), then each lane encodes its own values. Decoding: decode_value
+// (one value) and decode_piece (a lane's G values from aligned words). The element encoders and
+// decoders are cast.cuh's (cast_detail).
 #pragma once
 #include <cstdint>
 #include <cstdlib>
