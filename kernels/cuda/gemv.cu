@@ -10,11 +10,15 @@
 // global memory straight into registers with 16-byte loads (4 lanes read 64 contiguous bytes of
 // a row), with no conversions and 1 mma per 256 bytes of w per warp: the FMA-pipe cost of 8 x B
 // FMAs and 8 conversions per 8 weights is gone, and B = 8 or 16 costs what B = 1 does.
-// A block (8 warps) owns 16 rows; its warps take the 32-column steps of K in turn (warp i:
-// steps i, i + 8, ...), kUnroll steps per iteration with all 16-byte loads issued before the
-// mmas (4 x 2 x 16 bytes of w in flight per lane), so even N = 4096 (256 blocks) keeps ~64 KB
-// in flight per SM. The warps' accumulators are added through shared memory in warp order
-// (deterministic). w is read with ld.global.nc.L1::no_allocate (read once: keep L1 for x).
+// A block (8 warps) owns 16 rows; its warps take rounds of 8 adjacent 32-column steps of K in
+// turn (warp i: steps 8i .. 8i + 7 of each round of 64; 512 contiguous bytes of each of its
+// rows), with all 16-byte loads of a round issued before its mmas (8 x 2 x 16 bytes of w per
+// lane, 8 KB a warp): the first mma takes a zero word ANDed from every load (GemvArgs::zero, a
+// kernel argument the compiler cannot fold), because ptxas otherwise interleaves the loads with
+// the mmas and a warp stalls at its first mma with half its loads not yet issued. 126 registers
+// at B <= 8: 2 blocks an SM, 128 KB of w in flight an SM. The warps' accumulators are added
+// through shared memory in warp order (deterministic). w is read with
+// ld.global.nc.L1::no_allocate.L2::256B (read once: keep L1 for x; whole 256-byte DRAM fetches).
 // Steps wholly inside K with 16-byte-aligned unit-stride rows take 16-byte loads; the last
 // partial step, padded/misaligned/transposed w and strided x are read element by element.
 //
@@ -301,13 +305,14 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
   }
 }
 
-// The w stream: DNNB_CUDA_GEMV_VARIANT=l2 (a warp's 4 steps adjacent, loads with .L2::256B) or
-// u8 (8 adjacent steps with .L2::256B) against the default (4 steps 8 apart, no hint).
+// The w stream: by default 8 adjacent steps a warp, loads with .L2::256B, fenced ahead of the
+// mmas; DNNB_CUDA_GEMV_VARIANT=l2 takes 4 such steps, old the earlier form (4 steps 8 apart,
+// no hint, no fence), for one A/B on the H100.
 int gemv_variant() {
   static const int variant = [] {
     const char* v = std::getenv("DNNB_CUDA_GEMV_VARIANT");
     const std::string name = v == nullptr ? "" : v;
-    return name == "l2" ? 1 : name == "u8" ? 2 : 0;
+    return name == "l2" ? 1 : name == "old" ? 2 : 0;
   }();
   return variant;
 }
@@ -317,8 +322,8 @@ Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   if (p.n == 0) return Status::ok();  // no rows: nothing to launch (an empty grid is an error)
   const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows));
   const auto kernel = gemv_variant() == 1   ? &gemv_mma_kernel<T, kNT, true, true>
-                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, true, true, 8>
-                                            : &gemv_mma_kernel<T, kNT, false, false>;
+                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, false, false>
+                                            : &gemv_mma_kernel<T, kNT, true, true, 8>;
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
