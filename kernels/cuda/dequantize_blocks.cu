@@ -109,8 +109,10 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
   return (r & ~mask) | (quiet & mask);
 }
 
+// At most 64 registers (4 blocks an SM; ptxas takes up to 80 for 16-bit outputs unbounded), no
+// spills.
 template <int F, int D, int P, bool kCvt>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     dequantize_warp_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
   using T = WarpTiles<D, F, P>;
   constexpr int G = T::G, L = T::L, TW = T::TW, kWarps = kThreads / 32;

@@ -104,8 +104,9 @@ struct WarpTiles {
   static_assert(kTileBytes % 16 == 0, "a warp tile's output must be whole 16-byte pieces");
 };
 
+// At most 64 registers (4 blocks an SM; up to 74 unbounded), no spills.
 template <int S, int F, int N, bool kCvt>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     quantize_warp_kernel(const SourceT<S>* __restrict__ x, uint8_t* __restrict__ y, int64_t n_blocks) {
   using T = WarpTiles<S, F, N>;
   constexpr int G = T::G, L = T::L, P = T::P, TW = T::TW, kWarps = kThreads / 32;
