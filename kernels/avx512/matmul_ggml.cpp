@@ -18,8 +18,16 @@
 //    product of two f16 values, exact in f32) added by an FMA into 16 f32 lanes, one lane per
 //    block of the 16; the row's 16 lanes are summed at the end. K is padded to 16 blocks with
 //    zero quants and zero scales, which add exact zeros.
+// At M = 1 (decode) the unpacked copy of w would be read once: there each thread takes its rows
+// one at a time straight from w's bytes (the same unsigned codes and lane-ordered scales in
+// registers, so the same sums in the same order: bit-exact with the unpacking path), a single
+// read stream with a software prefetch ahead of it. Unpacking rows first leaves DRAM idle while
+// the unpacked rows are multiplied, which on a many-core Xeon (a core's share of the bandwidth
+// needing its stream busy all the time) held the kernel near 40% of copy.
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "devices/cpu/cpu_features.h"
 #include "kernels/avx512/avx512_common.h"
@@ -30,6 +38,8 @@ namespace {
 
 // DNNB_AVX512's instruction sets and VNNI (VPDPBUSD), for the one function that uses it.
 #define DNNB_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx512vnni")))
+#define DNNB_AVX512_VNNI_LAMBDA \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx512vnni"), always_inline))
 
 constexpr int kRows = 4;         // rows of w per task
 constexpr int64_t kChunk = 16;   // blocks per reduction step
@@ -147,6 +157,30 @@ DNNB_AVX512 void unpack_w_row(DType dtype, const uint8_t* row, int64_t nb, int64
   std::memset(u + nb * 32, 0, static_cast<size_t>((nbp - nb) * 32));
 }
 
+// Blocks [c, c + 16) of one row of w (all inside the row) as unpack_w_row leaves them, in
+// registers: eight vectors of two blocks' unsigned codes, and the 16 scales in lane order.
+template <bool kQ8>
+DNNB_AVX512_INLINE void load_w_chunk(const uint8_t* blocks, __m512i (&u)[8], __m512& d, const __m512i lanes) {
+  constexpr int64_t kBytes = kQ8 ? 34 : 18;
+  alignas(32) uint16_t dh[kChunk];
+  for (int p = 0; p < 8; ++p) {
+    __m256i half[2];
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* block = blocks + (2 * p + h) * kBytes;
+      std::memcpy(&dh[2 * p + h], block, 2);
+      if constexpr (kQ8) {
+        half[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2)), _mm256_set1_epi8(-128));
+      } else {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        half[h] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+      }
+    }
+    u[p] = _mm512_inserti64x4(_mm512_castsi256_si512(half[0]), half[1], 1);
+  }
+  d = _mm512_permutexvar_ps(lanes, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh))));
+}
+
 // The 16 block sums of eight VPDPBUSD results (two blocks each), in kLaneBlock order.
 DNNB_AVX512_INLINE __m512i reduce_blocks(const __m512i (&v)[8]) {
   __m512i s[4];
@@ -184,6 +218,59 @@ DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, 
   for (int r = 0; r < rows; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+// y[0, j] for one row j of w against x's row 0, read from w's bytes (M = 1; see the top).
+// Prefetches `ahead` bytes ahead of the read (0: none), into L2 as NextRow does. The last
+// partial chunk of 16 blocks goes through unpack_w_row, which pads it with zeros.
+template <bool kQ8>
+DNNB_AVX512_VNNI float dot_row_direct(const QuantX& xq, const uint8_t* row, int64_t nb, int64_t ahead) {
+  constexpr int64_t kBytes = kQ8 ? 34 : 18;
+  const __m512i lanes = _mm512_setr_epi32(kLaneBlock[0], kLaneBlock[1], kLaneBlock[2], kLaneBlock[3], kLaneBlock[4],
+                                          kLaneBlock[5], kLaneBlock[6], kLaneBlock[7], kLaneBlock[8], kLaneBlock[9],
+                                          kLaneBlock[10], kLaneBlock[11], kLaneBlock[12], kLaneBlock[13],
+                                          kLaneBlock[14], kLaneBlock[15]);
+  const int8_t* xrow = xq.q.data();
+  __m512 acc = _mm512_setzero_ps();
+  auto step = [&](int64_t c, const __m512i (&u)[8], __m512 dw) DNNB_AVX512_VNNI_LAMBDA {
+    __m512i dot[8];
+    for (int p = 0; p < 8; ++p)
+      dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], _mm512_loadu_si512(xrow + (c + 2 * p) * 32));
+    const __m512i sumi = _mm512_sub_epi32(reduce_blocks(dot), _mm512_loadu_si512(xq.corr.data() + c));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_loadu_ps(xq.d.data() + c)), acc);
+  };
+  const int64_t full = nb / kChunk * kChunk;
+  for (int64_t c = 0; c < full; c += kChunk) {
+    const uint8_t* blocks = row + c * kBytes;
+    if (ahead > 0)
+      for (int64_t off = 0; off < kChunk * kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), _MM_HINT_T1);
+    __m512i u[8];
+    __m512 dw;
+    load_w_chunk<kQ8>(blocks, u, dw, lanes);
+    step(c, u, dw);
+  }
+  if (full < nb) {
+    alignas(64) uint8_t tail[kChunk * 32];
+    alignas(64) float tail_d[kChunk];
+    unpack_w_row(kQ8 ? DType::q8_0 : DType::q4_0, row + full * kBytes, nb - full, kChunk, tail, tail_d);
+    __m512i u[8];
+    for (int p = 0; p < 8; ++p) u[p] = _mm512_load_si512(tail + p * 64);
+    step(full, u, _mm512_load_ps(tail_d));
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+// DNNB_AVX512_MATMUL_GGML_VARIANT: direct (default): M = 1 reads w's rows directly with a
+// 1 KiB prefetch; direct4k: the same 4 KiB ahead; unpack: every M unpacks rows first.
+enum class Variant { direct, direct4k, unpack };
+Variant variant_from_env() {
+  const char* env = std::getenv("DNNB_AVX512_MATMUL_GGML_VARIANT");
+  const std::string v = env == nullptr ? "" : env;
+  if (v == "unpack") return Variant::unpack;
+  if (v == "direct4k") return Variant::direct4k;
+  if (!v.empty() && v != "direct")
+    std::fprintf(stderr, "dnnblocks: DNNB_AVX512_MATMUL_GGML_VARIANT=%s is not direct, direct4k or unpack; using direct\n", v.c_str());
+  return Variant::direct;
+}
+
 Status run_matmul_ggml(OpCall& call) {
   auto d = ops::matmul_ggml_desc(call.problem);
   if (!d) return d.status();
@@ -215,6 +302,17 @@ Status run_matmul_ggml(OpCall& call) {
 
   const size_t row_bytes = storage_bytes(w.dtype, w.strides[0]);
   const int64_t ys = y.strides[0];
+  static const Variant variant = variant_from_env();
+  if (M == 1 && variant != Variant::unpack) {
+    const int64_t ahead = prefetch_level == 0 ? 0 : variant == Variant::direct4k ? 4096 : 1024;
+    parallel_tasks((N + kRows - 1) / kRows, N * K / 4, [&](int64_t task) {
+      const int64_t j0 = task * kRows, j1 = std::min<int64_t>(N, j0 + kRows);
+      for (int64_t j = j0; j < j1; ++j)
+        yp[j] = d->w == DType::q8_0 ? dot_row_direct<true>(xq, wp + j * row_bytes, nb, ahead)
+                                    : dot_row_direct<false>(xq, wp + j * row_bytes, nb, ahead);
+    });
+    return Status::ok();
+  }
   parallel_tasks((N + kRows - 1) / kRows, N * K * std::max<int64_t>(M, 1) / 4, [&](int64_t task) {
     const int64_t j0 = task * kRows;
     const int rows = static_cast<int>(std::min<int64_t>(kRows, N - j0));
