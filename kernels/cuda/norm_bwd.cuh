@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -159,15 +161,21 @@ __global__ void __launch_bounds__(kColumnThreadsX* kColumnThreadsY)
 }
 
 // Blocks of the rows kernel resident per SM with `smem` bytes of dynamic shared memory, asked
-// once per (kernel, bytes, device); raises the kernel's dynamic shared memory limit first.
+// once per (kernel, bytes, device). The kernel's dynamic shared memory limit is raised once per
+// (kernel, device) to the most any launch asks (kSharedSumBytes), never lowered: a limit set for
+// one problem's bytes would refuse a later problem's larger launch (cudaErrorInvalidValue).
 inline Result<int> norm_bwd_blocks_per_sm(const void* kernel, size_t smem, const CudaDevice& device) {
   static std::mutex mutex;
   static std::map<std::tuple<const void*, size_t, int>, int> known;
+  static std::set<std::pair<const void*, int>> raised;
   std::lock_guard<std::mutex> lock(mutex);
+  if (raised.count({kernel, device.ordinal()}) == 0) {
+    DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kSharedSumBytes)));
+    raised.insert({kernel, device.ordinal()});
+  }
   const auto key = std::make_tuple(kernel, smem, device.ordinal());
   if (auto it = known.find(key); it != known.end()) return it->second;
-  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(std::max<size_t>(smem, 1))));
   int per_sm = 0;
   DNNB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kNormBwdThreads, smem));
   known[key] = std::max(per_sm, 1);
