@@ -205,6 +205,10 @@ Status time_case(PreparedCase& prepared, const BenchOptions& options, SessionJso
       // variation of an all-zero counter is 0/0, which its JSON writer prints as an invalid nan.
       if (r.flops > 0)
         state.counters["FLOP/s"] = benchmark::Counter(r.flops * state.iterations(), benchmark::Counter::kIsRate);
+      // Blocks: the tokens a launch processes (OpSpec::tokens), as tokens/s.
+      if (const OpSpec* spec = Registry::instance().find_op(r.id.problem.op); spec && spec->tokens)
+        state.counters["tokens/s"] =
+            benchmark::Counter(spec->tokens(r.id.problem) * state.iterations(), benchmark::Counter::kIsRate);
       if (hooks && hooks->read_clock) {
         auto clock = hooks->read_clock(prepared.device());
         if (clock) {

@@ -640,6 +640,11 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
         r.quantize_stats = quantize_stats(*decoded, inputs[*op.quantizes_input]);
       }
     }
+    // A block names the node where its outputs first diverge (the workspace holds every node's).
+    if (!verdict.is_ok() && op.explain_mismatch && verdict.message.find("first divergent node") == std::string::npos) {
+      const std::string line = op.explain_mismatch(*pc.impl, call, inputs);
+      if (!line.empty()) verdict.message += "; " + line;
+    }
   }
 
   if (has_state) {

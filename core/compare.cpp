@@ -53,6 +53,7 @@ double rtol_ulps(ToleranceClass c, DType dtype) {
     case ToleranceClass::loss: return f32 ? 64 : 2;
     case ToleranceClass::dot_product: return 1;  // not used: dot_product_tolerance
     case ToleranceClass::attention: return 1;    // not used: OpSpec::output_bounds
+    case ToleranceClass::block: return 1;        // not used: OpSpec::output_bounds (docs/blocks.md)
   }
   return 1;
 }

@@ -17,6 +17,7 @@ const char* to_string(ToleranceClass c) {
     case ToleranceClass::loss: return "loss";
     case ToleranceClass::dot_product: return "dot_product";
     case ToleranceClass::attention: return "attention";
+    case ToleranceClass::block: return "block";
   }
   return "?";
 }
@@ -106,8 +107,22 @@ bool Registry::add_op(OpSpec spec) {
   return true;
 }
 
+void Registry::add_deriver(std::function<void(Registry&)> derive) { derivers_.push_back(std::move(derive)); }
+
+// Derived implementations are made on the first query, single-threaded (check and bench plan
+// before they start threads); a deriver's own queries see the registry as it stands.
+void Registry::complete() const {
+  if (completing_) return;
+  std::call_once(completed_, [this] {
+    completing_ = true;
+    auto& self = const_cast<Registry&>(*this);
+    for (auto& derive : self.derivers_) derive(self);
+    completing_ = false;
+  });
+}
+
 bool Registry::add_implementation(Implementation impl) {
-  if (find_implementation(impl.op, impl.backend, impl.variant) != nullptr) {
+  if (find_registered(impl.op, impl.backend, impl.variant) != nullptr) {
     std::fprintf(stderr, "dnnblocks: implementation %s@%s registered twice; keeping the first\n",
                  impl.op.c_str(), impl.label().c_str());
     return false;
@@ -123,6 +138,7 @@ const OpSpec* Registry::find_op(const std::string& name) const {
 }
 
 std::vector<const Implementation*> Registry::implementations_of(const std::string& op) const {
+  complete();
   std::vector<const Implementation*> out;
   for (const auto& impl : impls_)
     if (impl.op == op) out.push_back(&impl);
@@ -131,6 +147,12 @@ std::vector<const Implementation*> Registry::implementations_of(const std::strin
 
 const Implementation* Registry::find_implementation(const std::string& op, const std::string& backend,
                                                     const std::string& variant) const {
+  complete();
+  return find_registered(op, backend, variant);
+}
+
+const Implementation* Registry::find_registered(const std::string& op, const std::string& backend,
+                                                const std::string& variant) const {
   for (const auto& impl : impls_)
     if (impl.op == op && impl.backend == backend && impl.variant == variant) return &impl;
   return nullptr;

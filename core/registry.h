@@ -2,7 +2,9 @@
 // implementations (who computes it). Folders register themselves from OBJECT libraries:
 // adding an op is one spec + reference, one kernel file per backend; no central switch.
 #pragma once
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +15,8 @@
 #include "core/tensor.h"
 
 namespace dnnb {
+
+struct Implementation;
 
 struct TensorSpec {
   std::string name;
@@ -62,6 +66,7 @@ enum class ToleranceClass {
   loss,         // cross-entropy and its gradient
   dot_product,  // sums of K products (matmul, linear, dot): a bound growing with K, see below
   attention,    // softmax-weighted sums (sdpa): bounds from the problem and inputs, OpSpec::output_bounds
+  block,        // a graph of ops (core/block.h): its nodes' allowances summed along its depth, docs/blocks.md
 };
 
 // How an output of a dot_product op is formed, for its tolerance (core/compare.h,
@@ -141,6 +146,12 @@ struct OpSpec {
   // format. check then reports each case's quantisation error, output 0's decoded values minus
   // that input, as llama.cpp's quantize-stats does (CaseResult::quantize_stats).
   std::optional<size_t> quantizes_input;
+  // Tokens a problem processes (blocks: batch x sequence); bench reports tokens/s when set.
+  std::function<double(const Problem&)> tokens;
+  // Blocks (core/block.h): called by check when a case fails, with the implementation's call
+  // after its run (the workspace holds every node's output) and the step's host inputs; one line
+  // naming the first node whose output diverges, its error and the node's own repro line.
+  std::function<std::string(const Implementation&, const OpCall&, const std::vector<Tensor>& inputs)> explain_mismatch;
 };
 
 // A documented way a peer library differs from PyTorch (e.g. flushing subnormals). A case
@@ -183,21 +194,46 @@ struct Implementation {
   std::string label() const { return variant.empty() ? backend : backend + "/" + variant; }
 };
 
+// Why an op has no implementation on a backend that has others (a block whose node op the
+// backend lacks); `dnnblocks list` prints them.
+struct Absence {
+  std::string op, backend, reason;
+};
+
 class Registry {
  public:
   static Registry& instance();
   bool add_op(OpSpec spec);
   bool add_implementation(Implementation impl);
+  // Implementations made from others (a block runs on each backend that has all of its nodes'
+  // ops): `derive` runs once, after static registration, on the first query of the
+  // implementations (by then every op file has registered).
+  void add_deriver(std::function<void(Registry&)> derive);
+  void add_absence(Absence absence) { absences_.push_back(std::move(absence)); }
+  const std::vector<Absence>& absences() const {
+    complete();
+    return absences_;
+  }
   const OpSpec* find_op(const std::string& name) const;
   const std::vector<OpSpec>& ops() const { return ops_; }
-  const std::vector<Implementation>& implementations() const { return impls_; }
+  const std::vector<Implementation>& implementations() const {
+    complete();
+    return impls_;
+  }
   std::vector<const Implementation*> implementations_of(const std::string& op) const;
   const Implementation* find_implementation(const std::string& op, const std::string& backend,
                                             const std::string& variant) const;
 
  private:
+  void complete() const;
+  const Implementation* find_registered(const std::string& op, const std::string& backend,
+                                        const std::string& variant) const;
   std::vector<OpSpec> ops_;
   std::vector<Implementation> impls_;
+  std::vector<std::function<void(Registry&)>> derivers_;
+  std::vector<Absence> absences_;
+  mutable std::once_flag completed_;
+  mutable std::atomic<bool> completing_{false};
 };
 
 // A layout parameter (`key`=`value`) applied to one operand's storage: transposed stores the last

@@ -171,6 +171,8 @@ int run_list(bool json, bool variants, const std::string& catalogue_path) {
               "(`dnnblocks list --variants`); -: none.\n");
   for (const auto& b : backends())
     if (!built.count(b.name)) std::printf("%s: no implementation in this build\n", b.name.c_str());
+  // Blocks a backend cannot run: the node whose op it lacks.
+  for (const Absence& a : reg.absences()) std::printf("%s on %s: none (%s)\n", a.op.c_str(), a.backend.c_str(), a.reason.c_str());
   std::printf("%zu ops registered, %zu implementations; the catalogue has %d ops\n", reg.ops().size(),
               reg.implementations().size(), catalogue_ops);
   std::printf("missing: %d op x backend cells of the catalogue on", missing);

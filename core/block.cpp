@@ -1,0 +1,399 @@
+#include "core/block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/compare.h"
+#include "core/host_device.h"
+
+namespace dnnb {
+
+const BlockView* BlockGraph::view_of(const std::string& name) const {
+  for (const auto& [n, v] : views)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+bool BlockGraph::is_input(const std::string& name) const {
+  return std::any_of(inputs.begin(), inputs.end(), [&](const BlockTensor& t) { return t.name == name; });
+}
+
+bool BlockGraph::is_output(const std::string& name) const {
+  return std::find(outputs.begin(), outputs.end(), name) != outputs.end();
+}
+
+// ---------------------------------------------------------------- declaring
+
+void BlockBuilder::fail(const std::string& why) {
+  if (error_.is_ok()) error_ = Status::bad_input(block_.op + ": " + why);
+}
+
+const BlockValue* BlockBuilder::value(const std::string& name, const std::string& user) {
+  auto it = graph_.values.find(name);
+  if (it == graph_.values.end()) {
+    fail(user + " reads '" + name + "', which nothing defines before it");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void BlockBuilder::input(const std::string& name, const Shape& shape, DType dtype, BlockInit init) {
+  if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
+  graph_.inputs.push_back({name, dtype, shape, false, init, 1});
+  graph_.values[name] = {dtype, shape};
+}
+
+void BlockBuilder::weight(const std::string& name, const Shape& shape, BlockInit init, int64_t fan_in) {
+  if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
+  graph_.inputs.push_back({name, block_.dtype, shape, true, init, fan_in});
+  graph_.values[name] = {block_.dtype, shape};
+}
+
+void BlockBuilder::reshape(const std::string& name, const std::string& of, const Shape& shape) {
+  const BlockValue* v = value(of, "view " + name);
+  if (!v) return;
+  if (shape_numel(shape) != shape_numel(v->shape))
+    fail("view " + name + ": " + shape_to_string(v->shape) + " does not reshape to " + shape_to_string(shape));
+  graph_.views.push_back({name, {BlockView::Kind::reshape, of, shape, 0}});
+  graph_.values[name] = {v->dtype, shape};
+}
+
+void BlockBuilder::select(const std::string& name, const std::string& of, int64_t index) {
+  const BlockValue* v = value(of, "view " + name);
+  if (!v) return;
+  if (v->shape.empty() || index < 0 || index >= v->shape[0]) {
+    fail("view " + name + ": index " + std::to_string(index) + " outside dim 0 of " + shape_to_string(v->shape));
+    return;
+  }
+  graph_.views.push_back({name, {BlockView::Kind::select, of, {}, index}});
+  graph_.values[name] = {v->dtype, Shape(v->shape.begin() + 1, v->shape.end())};
+}
+
+void BlockBuilder::transpose(const std::string& name, const std::string& of) {
+  const BlockValue* v = value(of, "view " + name);
+  if (!v) return;
+  if (v->shape.size() < 2) {
+    fail("view " + name + ": " + of + " has fewer than 2 dims");
+    return;
+  }
+  Shape s = v->shape;
+  std::swap(s[s.size() - 1], s[s.size() - 2]);
+  graph_.views.push_back({name, {BlockView::Kind::transpose, of, {}, 0}});
+  graph_.values[name] = {v->dtype, s};
+}
+
+void BlockBuilder::node(const std::string& name, const std::string& op, const std::string& problem,
+                        const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  const OpSpec* spec = Registry::instance().find_op(op);
+  if (!spec) return fail("node " + name + ": no registered op '" + op + "'");
+  auto p = Problem::parse(op + ":" + dtype_name(block_.dtype) + ":" + problem);
+  if (!p) return fail("node " + name + ": " + p.status().message);
+  auto sig = spec->signature(*p);
+  if (!sig) return fail("node " + name + ": " + sig.status().message);
+  if (inputs.size() != sig->inputs.size() || outputs.size() != sig->outputs.size())
+    return fail("node " + name + ": " + op + " takes " + std::to_string(sig->inputs.size()) + " inputs and gives " +
+                std::to_string(sig->outputs.size()) + " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BlockValue* v = value(inputs[i], "node " + name);
+    if (!v) return;
+    const TensorSpec& want = sig->inputs[i];
+    if (v->shape != want.shape || v->dtype != want.dtype)
+      return fail("node " + name + ": operand " + want.name + " of " + p->to_string() + " is " + dtype_name(want.dtype) +
+                  " " + shape_to_string(want.shape) + ", value '" + inputs[i] + "' is " + dtype_name(v->dtype) + " " +
+                  shape_to_string(v->shape));
+  }
+  BlockNode n{name, *p, inputs, outputs};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (n.outputs[i].empty()) n.outputs[i] = name + "." + sig->outputs[i].name;
+    if (graph_.values.count(n.outputs[i])) return fail("node " + name + ": value '" + n.outputs[i] + "' defined twice");
+    graph_.values[n.outputs[i]] = {sig->outputs[i].dtype, sig->outputs[i].shape};
+  }
+  graph_.nodes.push_back(std::move(n));
+}
+
+void BlockBuilder::output(const std::string& name) {
+  if (!value(name, "the block's output")) return;
+  if (graph_.view_of(name) || graph_.is_input(name)) return fail("output '" + name + "' must be a node's output");
+  graph_.outputs.push_back(name);
+}
+
+std::string BlockBuilder::layout_of(const std::string& block_input, const std::string& operand) const {
+  const std::string layout = block_.get(block_input + ".layout");
+  return layout.empty() ? "" : operand + ".layout=" + layout;
+}
+
+Result<BlockGraph> BlockBuilder::finish() {
+  if (!error_.is_ok()) return error_;
+  if (graph_.outputs.empty()) return Status::bad_input(block_.op + ": a block without outputs");
+  return graph_;
+}
+
+// ---------------------------------------------------------------- planning and running
+
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+// A view of `t` as the graph declares it.
+Result<Tensor> apply_view(const BlockView& v, const Tensor& t) {
+  switch (v.kind) {
+    case BlockView::Kind::reshape: return t.reshape(v.shape);
+    case BlockView::Kind::select: {
+      auto s = t.slice(0, v.index, 1);
+      if (!s) return s;
+      return s->reshape(Shape(t.shape.begin() + 1, t.shape.end()));
+    }
+    case BlockView::Kind::transpose: return t.transpose(t.ndim() - 2, t.ndim() - 1);
+  }
+  return Status::error("unknown view kind");
+}
+
+// Whether `t`'s strides are the storage its operand spec describes (contiguous, permuted by
+// `<operand>.layout=transposed`, rows padded by `layout=padded`): what the node's problem says
+// it reads, so that the problem is the node's exact repro.
+bool layout_matches(const Tensor& t, const TensorSpec& spec) {
+  const int n = t.ndim();
+  if (n == 0) return true;
+  std::vector<int> order = spec.storage_order;
+  if (order.empty())
+    for (int i = 0; i < n; ++i) order.push_back(i);
+  if (static_cast<int>(order.size()) != n) return false;
+  Shape storage(n);
+  for (int i = 0; i < n; ++i) storage[i] = t.shape[order[i]];
+  storage[n - 1] += spec.row_padding;
+  const Shape strides = contiguous_strides(storage);
+  for (int i = 0; i < n; ++i)
+    if (t.shape[order[i]] > 1 && t.strides[order[i]] != strides[i]) return false;
+  return true;
+}
+
+// Every value from the inputs, views and `define` (a node output's tensor).
+template <typename Define>
+Result<std::map<std::string, Tensor>> bind_values(const BlockGraph& graph, const std::vector<Tensor>& inputs,
+                                                  Define define) {
+  if (inputs.size() != graph.inputs.size())
+    return Status::error("block: " + std::to_string(inputs.size()) + " inputs for " + std::to_string(graph.inputs.size()));
+  std::map<std::string, Tensor> t;
+  for (size_t i = 0; i < inputs.size(); ++i) t[graph.inputs[i].name] = inputs[i];
+  size_t views_done = 0;
+  auto resolve_views = [&]() -> Status {
+    for (; views_done < graph.views.size(); ++views_done) {
+      const auto& [name, view] = graph.views[views_done];
+      auto src = t.find(view.of);
+      if (src == t.end()) return Status::ok();  // its source is a later node's output
+      auto made = apply_view(view, src->second);
+      if (!made) return Status::error("block view " + name + ": " + made.status().message);
+      t[name] = *made;
+    }
+    return Status::ok();
+  };
+  DNNB_TRY(resolve_views());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (const std::string& out : graph.nodes[n].outputs) {
+      auto made = define(n, out);
+      if (!made) return made.status();
+      t[out] = *made;
+    }
+    DNNB_TRY(resolve_views());
+  }
+  return t;
+}
+
+Tensor workspace_view(const Tensor& workspace, size_t byte_offset, DType dtype, const Shape& shape) {
+  Tensor v;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.strides = contiguous_strides(shape);
+  v.buffer = workspace.buffer;
+  v.offset = static_cast<int64_t>((storage_bytes(DType::u8, workspace.offset) + byte_offset) / dtype_size(dtype));
+  return v;
+}
+
+}  // namespace
+
+std::string block_missing_op(const BlockGraph& graph, const std::string& backend) {
+  for (const BlockNode& n : graph.nodes)
+    if (!Registry::instance().find_implementation(n.problem.op, backend, ""))
+      return "node " + n.name + ": " + backend + " has no " + n.problem.op;
+  return "";
+}
+
+Result<BlockPlan> plan_block(const BlockGraph& graph, const std::string& backend, const DeviceRuntime& device) {
+  BlockPlan plan;
+  size_t at = 0;
+  for (const BlockNode& n : graph.nodes) {
+    BlockPlan::Node pn;
+    pn.impl = Registry::instance().find_implementation(n.problem.op, backend, "");
+    if (!pn.impl) return Status::unsupported("node " + n.name + ": " + backend + " has no " + n.problem.op);
+    Status s = pn.impl->supports(n.problem, device);
+    if (!s.is_ok()) return Status{s.code, "node " + n.name + " (" + n.problem.to_string() + "): " + s.message};
+    auto sig = Registry::instance().find_op(n.problem.op)->signature(n.problem);
+    if (!sig) return sig.status();
+    pn.sig = std::move(*sig);
+    if (pn.impl->workspace_bytes) {
+      auto bytes = pn.impl->workspace_bytes(n.problem, device);
+      if (!bytes) return bytes.status();
+      pn.workspace_bytes = *bytes;
+    }
+    if (pn.workspace_bytes) {
+      pn.workspace_offset = at;
+      at = align_up(at + pn.workspace_bytes);
+    }
+    for (const std::string& out : n.outputs) {
+      if (graph.is_output(out)) continue;
+      const BlockValue& v = graph.values.at(out);
+      plan.offsets[out] = at;
+      at = align_up(at + storage_bytes(v.dtype, shape_numel(v.shape)));
+    }
+    plan.nodes.push_back(pn);
+  }
+  plan.workspace_bytes = at;
+  return plan;
+}
+
+Result<std::map<std::string, Tensor>> bind_block(const BlockGraph& graph, const BlockPlan& plan, const OpCall& call) {
+  if (plan.workspace_bytes > 0 &&
+      (!call.workspace.buffer || storage_bytes(call.workspace.dtype, call.workspace.numel()) < plan.workspace_bytes))
+    return Status::error("block " + call.problem.op + ": the workspace is smaller than the plan's " +
+                         std::to_string(plan.workspace_bytes) + " bytes");
+  return bind_values(graph, call.inputs, [&](size_t, const std::string& out) -> Result<Tensor> {
+    for (size_t i = 0; i < graph.outputs.size(); ++i)
+      if (graph.outputs[i] == out) return call.outputs.at(i);
+    const BlockValue& v = graph.values.at(out);
+    return workspace_view(call.workspace, plan.offsets.at(out), v.dtype, v.shape);
+  });
+}
+
+Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call) {
+  auto values = bind_block(graph, plan, call);
+  if (!values) return values.status();
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const BlockNode& node = graph.nodes[n];
+    const BlockPlan::Node& pn = plan.nodes[n];
+    Tensor ws;
+    if (pn.workspace_bytes) ws = workspace_view(call.workspace, pn.workspace_offset, DType::u8, {static_cast<int64_t>(pn.workspace_bytes)});
+    OpCall node_call{node.problem, call.device, {}, {}, ws};
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Tensor& t = values->at(node.inputs[i]);
+      if (!layout_matches(t, pn.sig.inputs[i]))
+        return Status::error("node " + node.name + ": value '" + node.inputs[i] + "' (" + t.describe() +
+                             ") is not laid out as operand " + pn.sig.inputs[i].name + " of " + node.problem.to_string());
+      node_call.inputs.push_back(t);
+    }
+    for (const std::string& out : node.outputs) node_call.outputs.push_back(values->at(out));
+    Status s = pn.impl->run(node_call);
+    if (!s.is_ok()) return Status{s.code, "node " + node.name + " (" + node.problem.to_string() + "): " + s.message};
+  }
+  return Status::ok();
+}
+
+Result<std::map<std::string, Tensor>> run_block_f64(const BlockGraph& graph, const std::vector<Tensor>& inputs) {
+  // Every node output is allocated first, then the nodes fill them in order.
+  auto values = bind_values(graph, inputs, [&](size_t, const std::string& out) -> Result<Tensor> {
+    const BlockValue& v = graph.values.at(out);
+    return empty_tensor(scratch_host(), DType::f64, v.shape);
+  });
+  if (!values) return values.status();
+  for (const BlockNode& node : graph.nodes) {
+    const OpSpec* spec = Registry::instance().find_op(node.problem.op);
+    std::vector<Tensor> in, out;
+    for (const std::string& name : node.inputs) in.push_back(values->at(name));
+    for (const std::string& name : node.outputs) out.push_back(values->at(name));
+    Status s = spec->reference(node.problem, in, out);
+    if (!s.is_ok()) return Status{s.code, "node " + node.name + " (" + node.problem.to_string() + "), float64: " + s.message};
+  }
+  return values;
+}
+
+// ---------------------------------------------------------------- tolerance and divergence
+
+double node_allowance(const BlockNode& node) {
+  const OpSpec* spec = Registry::instance().find_op(node.problem.op);
+  const DType dtype = node.problem.dtype;
+  const double eps = dtype_epsilon(dtype), u = 0x1p-24;
+  const bool f32 = dtype == DType::f32;
+  switch (spec->tolerance) {
+    case ToleranceClass::selection: return 0;
+    case ToleranceClass::exact: return eps;
+    case ToleranceClass::elementwise: return (f32 ? 32 : 1) * eps;
+    case ToleranceClass::reduction:
+    case ToleranceClass::normalization:
+    case ToleranceClass::loss: return (f32 ? 64 : 2) * eps;
+    case ToleranceClass::dot_product: {
+      // 8 sqrt(K) u of sum |a||b|, whose rms is at most sqrt(K) x the output's for inputs of
+      // independent signs, plus the output's rounding.
+      const double k = static_cast<double>(spec->dot_product_error(node.problem, 0).length);
+      return 8 * k * u + eps;
+    }
+    case ToleranceClass::attention: {
+      // One rounding of p and of o, and the f32 sum over the keys, in units of max sum p|v|;
+      // the rms of o over a causal row of L keys is about that over sqrt(L).
+      const double sk = static_cast<double>(node.problem.get_int("sk", node.problem.shape.size() > 2 ? node.problem.shape[2] : 1).value());
+      return (3 * eps + 8 * std::sqrt(sk) * u) * std::sqrt(sk);
+    }
+    case ToleranceClass::block: return 0;  // a block is not a node
+  }
+  return eps;
+}
+
+std::map<std::string, double> value_allowances(const BlockGraph& graph) {
+  std::map<std::string, double> a;
+  for (const BlockTensor& t : graph.inputs) a[t.name] = 0;
+  auto resolve = [&]() {
+    for (const auto& [name, view] : graph.views)
+      if (a.count(view.of)) a[name] = a[view.of];
+  };
+  resolve();
+  for (const BlockNode& n : graph.nodes) {
+    double in = 0;
+    for (const std::string& i : n.inputs) in = std::max(in, a[i]);
+    for (const std::string& o : n.outputs) a[o] = in + node_allowance(n);
+    resolve();
+  }
+  return a;
+}
+
+namespace {
+double rms_f64(const Tensor& t) {
+  const auto* d = static_cast<const double*>(t.host_data());
+  double s = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (std::isfinite(d[i])) {
+      s += d[i] * d[i];
+      ++n;
+    }
+  return n ? std::sqrt(s / static_cast<double>(n)) : 0;
+}
+}  // namespace
+
+std::string first_divergence(const BlockGraph& graph, const std::map<std::string, Tensor>& ours,
+                             const std::map<std::string, Tensor>& f64, const std::string& backend,
+                             const std::string& device_index) {
+  const auto allowance = value_allowances(graph);
+  for (const BlockNode& n : graph.nodes) {
+    for (const std::string& out : n.outputs) {
+      auto got = ours.find(out);
+      auto want = f64.find(out);
+      if (got == ours.end() || want == f64.end()) continue;
+      const double rms = rms_f64(want->second);
+      Tolerance tol{0, allowance.at(out) * rms};
+      Metrics m = compare_outputs(got->second, want->second, tol);
+      std::string why;
+      if (metrics_pass(m, &why)) continue;
+      CaseId repro{n.problem, backend, "", device_index};
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "first divergent node: %s (%s), output '%s': max abs error %.3g at %s (got %.6g, float64 graph %.6g), "
+                    "allowed %.3g (%.3g x rms %.3g); the node alone: dnnblocks check --case '%s'",
+                    n.name.c_str(), n.problem.op.c_str(), out.c_str(), m.max_abs, m.worst_coord.c_str(), m.worst_got,
+                    m.worst_expected, tol.atol, allowance.at(out), rms, repro.to_string().c_str());
+      return buf;
+    }
+  }
+  return "";
+}
+
+}  // namespace dnnb

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""torch's side of the block benchmarks (docs/blocks.md): the transformers modules the blocks
+compute, eager and torch.compile, at the bench problems' sizes, on one CUDA device, in tokens/s.
+
+    python3 suites/blocks/bench_torch.py [--dtype bf16] [--repetitions 20]
+
+Each module is built with random weights at the problem's config (transformers' SDPA
+attention, causal), warmed up, then timed with CUDA events over `--repetitions` launches; the
+median is printed beside the problem string that `dnnblocks bench --op <block>` times.
+"""
+
+import argparse
+import statistics
+
+import torch
+
+PROBLEMS = [
+    ("gpt2_block", (4, 1024, 768), {"heads": 12}),
+    ("gpt2_block", (4, 2048, 768), {"heads": 12}),
+    ("llama_block", (4, 2048, 4096), {"heads": 32, "kv": 8, "ffn": 14336, "theta": 500000.0, "eps": 1e-5}),
+]
+
+
+def build(op, shape, p, dtype):
+    """(module, forward(x)) on cuda."""
+    _, s, e = shape
+    if op == "gpt2_block":
+        from transformers import GPT2Config
+        from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+        config = GPT2Config(n_embd=e, n_head=p["heads"], n_layer=1, n_positions=s, activation_function="gelu_new",
+                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        config._attn_implementation = "sdpa"
+        module = GPT2Block(config, layer_idx=0).to("cuda", dtype).eval()
+        return module, lambda m, x, pos: m(x)
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+    config = LlamaConfig(hidden_size=e, num_attention_heads=p["heads"], num_key_value_heads=p["kv"],
+                         intermediate_size=p["ffn"], head_dim=e // p["heads"], rms_norm_eps=p["eps"],
+                         rope_parameters={"rope_type": "default", "rope_theta": p["theta"]})
+    config._attn_implementation = "sdpa"
+    module = LlamaDecoderLayer(config, 0).to("cuda", dtype).eval()
+    rotary = LlamaRotaryEmbedding(config).to("cuda")
+
+    def forward(m, x, pos):
+        return m(x, position_embeddings=rotary(x, pos), position_ids=pos)
+    return module, forward
+
+
+def time_ms(fn, repetitions):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repetitions):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
+    parser.add_argument("--repetitions", type=int, default=20)
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    for op, shape, p in PROBLEMS:
+        if op == "llama_block" and args.dtype != "bf16":
+            continue
+        module, forward = build(op, shape, p, dtype)
+        b, s, e = shape
+        x = torch.randn(shape, device="cuda", dtype=dtype)
+        pos = torch.arange(s, device="cuda").unsqueeze(0).expand(b, s)
+        params = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(p.items()))
+        problem = f"{op}:{args.dtype}:{b}x{s}x{e}:{params}"
+        with torch.no_grad():
+            eager = time_ms(lambda: forward(module, x, pos), args.repetitions)
+            line = f"{problem}  eager {eager:.3f} ms {b * s / eager * 1e3:,.0f} tokens/s"
+            if not args.no_compile:
+                compiled = torch.compile(module)
+                t = time_ms(lambda: forward(compiled, x, pos), args.repetitions)
+                line += f"  compile {t:.3f} ms {b * s / t * 1e3:,.0f} tokens/s"
+        print(line, flush=True)
+        del module
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+// Registration of a block (docs/blocks.md): its OpSpec (signature, FLOPs, tokens, random
+// inputs, the float64 graph as its reference, its tolerance and the divergence report) and,
+// once every op has registered, one implementation per backend that has all of its nodes' ops,
+// running the graph with that backend's defaults. A backend lacking one is recorded as an
+// absence with the node and op (`dnnblocks list`). A fused implementation of a block or of a
+// sub-graph is registered as any other implementation of the block's op (a variant, or the
+// default of its backend): the block spec, its check and its bench take it as they are.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/block.h"
+
+namespace dnnb {
+
+struct BlockDef {
+  std::string name;
+  std::string torch;  // the transformers module it computes
+  std::vector<DType> dtypes;
+  std::vector<std::string> param_keys;  // besides the common ones
+  std::vector<ProblemText> check_problems, bench_problems;
+  // The graph of a problem "BxSxE[:params]" (batch, sequence, hidden).
+  std::function<Result<BlockGraph>(const Problem&)> build;
+};
+
+bool register_block(BlockDef def);
+
+// The graph a registered block builds for `problem` (tests, tools); bad_input for an op that is
+// no block.
+Result<BlockGraph> block_graph(const Problem& problem);
+
+}  // namespace dnnb

@@ -1,0 +1,100 @@
+// llama_block: transformers' LlamaDecoderLayer (docs/blocks.md): h = x + o_proj(attn(rope(q), rope(k), v)),
+// q, k, v projections of rmsnorm(x) (input_layernorm), GQA over kv heads, causal; then
+// y = h + down_proj(silu(gate_proj(n)) * up_proj(n)), n = rmsnorm(h) (post_attention_layernorm).
+// The rotary angle is computed from the positions by the rope op (LlamaRotaryEmbedding's f32
+// angle), so the block takes pos [B, S] where the layer takes position_embeddings.
+// Problem "BxSxE:heads=H,kv=KV,ffn=F[,eps=1e-6][,theta=10000]"; head dim E/H; no biases.
+#include <string>
+
+#include "suites/blocks/block_spec.h"
+
+namespace dnnb {
+namespace {
+
+std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
+// `param` after `separator`, or nothing when there is none.
+std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
+
+Result<BlockGraph> build_llama_block(const Problem& p) {
+  const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
+  auto heads = p.get_int("heads", 0);
+  if (!heads) return heads.status();
+  auto kv_heads = p.get_int("kv", *heads);
+  if (!kv_heads) return kv_heads.status();
+  auto ffn = p.get_int("ffn", 0);
+  if (!ffn) return ffn.status();
+  const int64_t h = *heads, kv = *kv_heads, f = *ffn;
+  if (h < 1 || e % h != 0) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " does not divide E=" + std::to_string(e));
+  if (kv < 1 || h % kv != 0) return Status::bad_input(p.op + ": kv=" + std::to_string(kv) + " does not divide heads=" + std::to_string(h));
+  if (f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(f) + ": the MLP width must be given (ffn=F >= 1)");
+  const int64_t d = e / h;
+  const std::string eps = ":eps=" + p.get("eps", "1e-6");
+  const std::string theta = ":theta=" + p.get("theta", "10000");
+
+  BlockBuilder g(p);
+  g.input("x", {b, s, e});
+  g.input("pos", {b, s}, DType::i64, BlockInit::positions);
+  g.weight("input_layernorm.weight", {e}, BlockInit::scale);
+  g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
+  g.weight("post_attention_layernorm.weight", {e}, BlockInit::scale);
+  g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
+
+  // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
+  g.node("input_layernorm", "rmsnorm", dims({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},
+         {"n1.bse"});
+  g.reshape("n1", "n1.bse", {m, e});
+  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
+    const std::string proj = "self_attn." + name + "_proj";
+    g.node(proj, "linear", dims({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
+    g.reshape(proj + ".heads", proj + ".out", {b, s, nh, d});
+    g.node("self_attn." + name + "_heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
+           {"self_attn." + name});
+    if (name != "v")
+      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
+             {"self_attn." + name + ".rotated"});
+  }
+  g.node("self_attn.sdpa", "sdpa", dims({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv),
+         {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"}, {"self_attn.o", ""});
+  g.node("self_attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
+  g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
+  g.node("self_attn.o_proj", "linear", dims({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
+         {"self_attn.out"});
+  g.reshape("self_attn.out.bse", "self_attn.out", {b, s, e});
+  g.node("residual_1", "add", dims({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"self_attn.out.bse", "x"}, {"h.bse"});
+  g.reshape("h", "h.bse", {m, e});
+  g.node("post_attention_layernorm", "rmsnorm", dims({m, e}) + eps, {"h", "post_attention_layernorm.weight"}, {"n2"});
+  g.node("mlp.gate_proj", "linear", dims({m, f, e}), {"n2", "mlp.gate_proj.weight"}, {"mlp.gate"});
+  g.node("mlp.up_proj", "linear", dims({m, f, e}), {"n2", "mlp.up_proj.weight"}, {"mlp.up"});
+  g.node("mlp.act", "swiglu", dims({m, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
+  g.node("mlp.down_proj", "linear", dims({m, e, f}), {"mlp.act.out", "mlp.down_proj.weight"}, {"mlp.out"});
+  g.reshape("mlp.out.bse", "mlp.out", {b, s, e});
+  g.node("residual_2", "add", dims({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
+  g.output("y");
+  return g.finish();
+}
+
+BlockDef llama_block() {
+  BlockDef def;
+  def.name = "llama_block";
+  def.torch = "transformers LlamaDecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos))";
+  def.dtypes = {DType::f32, DType::bf16};
+  def.param_keys = {"heads", "kv", "ffn", "eps", "theta"};
+  // GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows.
+  def.check_problems = {"1x7x64:ffn=172,heads=4,kv=2", "2x17x64:ffn=176,heads=4,kv=2", "1x33x128:ffn=344,heads=4,kv=1",
+                        "2x13x96:ffn=260,heads=3,kv=3,theta=500000", "2x9x64:ffn=176,heads=4,kv=2,x.layout=padded"};
+  // A Llama-3-8B layer: prefill of 4 x 2048 and of 1 x 2048 tokens (bf16).
+  def.bench_problems = {{"4x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}},
+                        {"1x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}}};
+  def.build = build_llama_block;
+  return def;
+}
+
+DNNB_REGISTER(register_block(llama_block()));
+
+}  // namespace
+}  // namespace dnnb

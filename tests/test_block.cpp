@@ -1,0 +1,137 @@
+// The block layer (core/block.h, suites/blocks/): blocks register like ops with one
+// implementation per backend that has every node's op; a graph run on a backend matches the
+// float64 graph within the block's allowance; and when one node is perturbed, the divergence
+// report names that node, not an earlier or a later one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "core/block.h"
+#include "core/check.h"
+#include "core/host_device.h"
+#include "core/plan.h"
+#include "suites/blocks/block_spec.h"
+
+namespace dnnb {
+namespace {
+
+TEST(Block, RegisteredLikeOps) {
+  const Registry& reg = Registry::instance();
+  for (const char* name : {"gpt2_block", "llama_block"}) {
+    const OpSpec* spec = reg.find_op(name);
+    ASSERT_NE(spec, nullptr) << name;
+    EXPECT_EQ(spec->family, "blocks");
+    EXPECT_EQ(spec->tolerance, ToleranceClass::block);
+    EXPECT_TRUE(spec->explain_mismatch && spec->output_bounds && spec->tokens);
+    EXPECT_NE(reg.find_implementation(name, "reference", ""), nullptr);
+    // Every backend of this build either runs the block or says which node's op it lacks.
+    std::set<std::string> built;
+    for (const auto& impl : reg.implementations()) built.insert(impl.backend);
+    for (const auto& b : backends()) {
+      if (!built.count(b.name) || b.name == "reference") continue;
+      bool absent = false;
+      for (const Absence& a : reg.absences())
+        if (a.op == name && a.backend == b.name) {
+          absent = true;
+          EXPECT_NE(a.reason.find("node "), std::string::npos) << a.reason;
+        }
+      EXPECT_NE(absent, reg.find_implementation(name, b.name, "") != nullptr) << name << " on " << b.name;
+    }
+  }
+}
+
+// Runs `graph` on the host with the reference implementation of each node's op (rounding each
+// node's output into the block dtype, as a backend's kernels do), node `perturbed` (if >= 0)
+// scaling its outputs by 1 + `by` after it runs. Returns every value, on the host.
+std::map<std::string, Tensor> run_on_host(const BlockGraph& graph, const Problem& problem, const std::vector<Tensor>& inputs,
+                                          int perturbed, double by, Tensor& y) {
+  HostDevice& host = scratch_host();
+  auto plan = plan_block(graph, "reference", host);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message;
+  Implementation wrapped;
+  if (perturbed >= 0) {
+    const Implementation* real = plan->nodes[perturbed].impl;
+    wrapped = *real;
+    wrapped.run = [real, by](OpCall& call) -> Status {
+      DNNB_TRY(real->run(call));
+      for (Tensor& out : call.outputs) {
+        void* d = out.host_data();
+        for (int64_t i = 0; i < out.numel(); ++i) store_element(d, out.dtype, i, load_element(d, out.dtype, i) * (1 + by));
+      }
+      return Status::ok();
+    };
+    plan->nodes[perturbed].impl = &wrapped;
+  }
+  auto ws = empty_tensor(host, DType::u8, {static_cast<int64_t>(std::max<size_t>(plan->workspace_bytes, 1))});
+  EXPECT_TRUE(ws.is_ok());
+  const BlockValue& out = graph.values.at(graph.outputs[0]);
+  auto made = empty_tensor(host, out.dtype, out.shape);
+  EXPECT_TRUE(made.is_ok());
+  y = *made;
+  OpCall call{problem, host, inputs, {y}, *ws};
+  Status ran = run_block(graph, *plan, call);
+  EXPECT_TRUE(ran.is_ok()) << ran.message;
+  auto values = bind_block(graph, *plan, call);
+  EXPECT_TRUE(values.is_ok());
+  std::map<std::string, Tensor> host_values;
+  for (auto& [name, t] : *values) host_values[name] = *to_host(t);
+  return host_values;
+}
+
+struct BlockCase {
+  Problem problem;
+  const OpSpec* spec = nullptr;
+  BlockGraph graph;
+  std::vector<Tensor> inputs;
+};
+
+// A block problem's graph (as registered) and its random inputs (the spec's fill_inputs).
+BlockCase block_case(const std::string& text, const std::function<Result<BlockGraph>(const Problem&)>& build) {
+  BlockCase c;
+  c.problem = *Problem::parse(text);
+  c.spec = Registry::instance().find_op(c.problem.op);
+  auto sig = c.spec->signature(c.problem);
+  EXPECT_TRUE(sig.is_ok()) << sig.status().message;
+  c.inputs = *make_random_inputs(*c.spec, c.problem, *sig);
+  c.graph = *build(c.problem);
+  return c;
+}
+
+TEST(Block, HostGraphWithinAllowanceOfFloat64) {
+  for (const char* text : {"gpt2_block:f32:2x7x64:heads=4", "gpt2_block:bf16:2x7x64:heads=4",
+                           "llama_block:f32:2x9x64:ffn=80,heads=4,kv=2", "llama_block:bf16:2x9x64:ffn=80,heads=4,kv=2"}) {
+    BlockCase c = block_case(text, block_graph);
+    Tensor y;
+    auto ours = run_on_host(c.graph, c.problem, c.inputs, -1, 0, y);
+    auto f64 = run_block_f64(c.graph, c.inputs);
+    ASSERT_TRUE(f64.is_ok()) << f64.status().message;
+    EXPECT_EQ(first_divergence(c.graph, ours, *f64, "reference", ""), "") << text;
+  }
+}
+
+TEST(Block, PerturbedNodeIsNamed) {
+  for (const char* text : {"gpt2_block:f32:1x7x64:heads=2", "llama_block:bf16:1x9x64:ffn=80,heads=4,kv=2"}) {
+    BlockCase c = block_case(text, block_graph);
+    auto f64 = run_block_f64(c.graph, c.inputs);
+    ASSERT_TRUE(f64.is_ok()) << f64.status().message;
+    const auto allowance = value_allowances(c.graph);
+    for (int n = 0; n < static_cast<int>(c.graph.nodes.size()); ++n) {
+      const BlockNode& node = c.graph.nodes[n];
+      // Scaled by 10 times the node's allowance (at least 2 ulps of bf16): outside it, as a
+      // wrong kernel would be.
+      const double by = std::max(10 * allowance.at(node.outputs[0]), 0x1p-6);
+      Tensor y;
+      auto ours = run_on_host(c.graph, c.problem, c.inputs, n, by, y);
+      const std::string line = first_divergence(c.graph, ours, *f64, "reference", "");
+      EXPECT_NE(line.find("first divergent node: " + node.name + " ("), std::string::npos)
+          << text << ": perturbed " << node.name << " by " << by << ", got: " << line;
+      EXPECT_NE(line.find("dnnblocks check --case '" + node.problem.to_string() + "@reference'"), std::string::npos) << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnnb
