@@ -47,6 +47,9 @@ void print_result(const BenchResult& r, const DeviceCeilings* dc) {
               r.cv * 100, r.bytes_per_s() / 1e9, roof["sol_percent"].get<double>(), roof["bound_by"].get<std::string>().c_str(),
               roof["pct_of_copy"].is_number() ? fixed(roof["pct_of_copy"].get<double>(), 1).c_str() : "-",
               empty > 0 ? fixed(r.median_s / empty, 1).c_str() : "-", flags.c_str());
+  // Blocks (OpSpec::tokens): the tokens one launch processes, per second of its median.
+  if (const OpSpec* spec = Registry::instance().find_op(r.id.problem.op); spec && spec->tokens && r.median_s > 0)
+    std::printf("    %.0f tokens/s (%.0f tokens per launch)\n", spec->tokens(r.id.problem) / r.median_s, spec->tokens(r.id.problem));
   std::fflush(stdout);
 }
 
