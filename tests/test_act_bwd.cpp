@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -46,8 +47,10 @@ void check_op(const std::string& text) {
   std::vector<std::string> skipped;
   const auto runners = testing::runners(problem, skipped);
   ASSERT_FALSE(runners.empty());
+  std::string ran;
   for (const auto& r : runners) {
     if (r.impl->backend == "reference") continue;
+    ran += " " + r.label;
     SCOPED_TRACE(r.label + " " + text);
     auto xd = testing::device_tensor(*r.device, problem.dtype, {1, n}, xr);
     auto dyd = testing::device_tensor(*r.device, problem.dtype, {1, n}, dyr);
@@ -70,6 +73,7 @@ void check_op(const std::string& text) {
       EXPECT_LE(std::fabs(g - e), rtol * std::fabs(e) + rtol) << "got " << g << ", expected " << e;
     }
   }
+  std::printf("  %s ran:%s\n", text.c_str(), ran.c_str());
   testing::print_skipped(skipped);
 }
 

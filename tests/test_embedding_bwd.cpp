@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -69,7 +70,9 @@ TEST(EmbeddingBwd, ExactSumsZeroRowsAndRepeatableBitsOnEveryBackend) {
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t c = 0; c < dim; ++c) want[static_cast<int64_t>(ids[t]) * dim + c] += small[t * dim + c];
     std::vector<std::string> skipped;
+    std::string ran;
     for (const auto& r : testing::runners(problem, skipped)) {
+      ran += " " + r.label;
       SCOPED_TRACE(r.label + " " + text);
       auto got = run_dw(r, problem, ids, small);
       ASSERT_TRUE(got.is_ok()) << got.status().message;
@@ -86,6 +89,7 @@ TEST(EmbeddingBwd, ExactSumsZeroRowsAndRepeatableBitsOnEveryBackend) {
       ASSERT_TRUE(first.is_ok() && second.is_ok());
       EXPECT_EQ(std::memcmp(first->data(), second->data(), first->size() * sizeof(double)), 0) << "two runs differ";
     }
+    std::printf("  %s ran:%s\n", text, ran.c_str());
     testing::print_skipped(skipped);
   }
 }

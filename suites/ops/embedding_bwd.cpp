@@ -53,8 +53,9 @@ OpSpec make_embedding_bwd_spec() {
       "4096x3x130", "2000x1x33",
       // Rows of 1024 values (the vector paths) with more tokens than rows.
       "3000x500x1024:ids.dt=i32"};
-  // 16384 tokens of a Llama-sized vocabulary at hidden size 4096: dW is 32000 x 4096.
-  spec.bench_problems = {"16384x32000x4096"};
+  // 16384 tokens (the size) and 4096 of a Llama-sized vocabulary at hidden size 4096:
+  // dW is 32000 x 4096, which every kernel writes whole.
+  spec.bench_problems = {"16384x32000x4096", "4096x32000x4096"};
   spec.signature = embedding_bwd_signature;
   spec.fill_inputs = fill_embedding_bwd_inputs;
   spec.flops = [](const Problem& p) {
