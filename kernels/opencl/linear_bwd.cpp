@@ -2,7 +2,10 @@
 // and a column sum, T = B M tokens (a 3-D x and dy read as rows of one matrix):
 //   dx (T x K) = dy (T x N) w (N x K): w as it is stored,
 //   dw (N x K) = dy^T (N x T) x (T x K): dy's view with its strides swapped,
-//   db (N)     = the column sums of dy (bias=1; linear_bwd.cl).
+//   db (N)     = the column sums of dy (bias=1; linear_bwd.cl): f32 sums over row slices, then
+//                the slices in order.
+#include <algorithm>
+
 #include "kernels/opencl/gemm.h"
 #include "kernels/opencl/linear_bwd_cl.h"
 #include "kernels/opencl/program_dump.h"
@@ -21,22 +24,47 @@ Result<MatrixView> token_rows(const Tensor& t, const char* name) {
   return v;
 }
 
+// Row slices of db's column sums: enough work-items for a GPU (kDbItems) when the columns alone
+// are fewer, each slice at least kDbMinRows rows. Fixed numbers (not the device's), so a problem
+// sums in the same order on every device.
+constexpr int64_t kDbItems = 64 * 1024, kDbMinRows = 64;
+constexpr size_t kDbLocal = 64;
+
 Status run_db(OpCall& call, const MatrixView& dy, int64_t rows, int64_t n, const Tensor& db) {
   auto device = opencl_device(call);
   if (!device) return device.status();
   const DType dtype = call.problem.dtype;
   if (db.dtype != dtype || dy.tensor->dtype != dtype)
     return Status::bad_input("opencl linear_bwd: dy and db must be of the problem dtype");
+  const int64_t slices = std::max<int64_t>(1, std::min((kDbItems + n - 1) / n, (rows + kDbMinRows - 1) / kDbMinRows));
+  const int64_t slice_rows = (rows + slices - 1) / slices;
+  cl_mem partial = cl_buffer(db);  // unused with one slice
+  if (slices > 1) {
+    auto scratch = (*device)->scratch(static_cast<size_t>(slices * n) * sizeof(cl_float));
+    if (!scratch) return scratch.status();
+    partial = *scratch;
+  }
   static const std::string source = program_source({opencl_source::linear_bwd});
-  auto kernel = opencl_kernel(**device, "linear_bwd", source, "linear_bwd_db", build_options(**device, dtype));
+  const std::string options = build_options(**device, dtype);
+  auto kernel = opencl_kernel(**device, "linear_bwd", source, "linear_bwd_db", options);
   if (!kernel) return kernel.status();
   KernelArgs args(*kernel);
   args.add(cl_buffer(*dy.tensor)).add(cl_long{dy.tensor->offset}).add(cl_long{dy.row}).add(cl_long{dy.col});
-  args.add(cl_long{rows}).add(cl_long{n}).add(cl_buffer(db)).add(cl_long{db.offset}).add(cl_long{db.strides.at(0)});
+  args.add(cl_long{rows}).add(cl_long{n}).add(cl_long{slice_rows}).add(partial);
+  args.add(cl_buffer(db)).add(cl_long{db.offset}).add(cl_long{db.strides.at(0)});
   DNNB_TRY(args.status());
-  constexpr size_t kLocal = 64;
-  const size_t global = static_cast<size_t>((n + kLocal - 1) / kLocal) * kLocal;
-  return enqueue(**device, *kernel, 1, &global, &kLocal, "linear_bwd/linear_bwd_db");
+  const size_t columns = static_cast<size_t>((n + kDbLocal - 1) / kDbLocal) * kDbLocal;
+  const size_t global[2] = {columns, static_cast<size_t>(slices)};
+  const size_t local[2] = {kDbLocal, 1};
+  DNNB_TRY(enqueue(**device, *kernel, 2, global, local, "linear_bwd/linear_bwd_db"));
+  if (slices == 1) return Status::ok();
+  auto finish = opencl_kernel(**device, "linear_bwd", source, "linear_bwd_db_finish", options);
+  if (!finish) return finish.status();
+  KernelArgs finish_args(*finish);
+  finish_args.add(partial).add(cl_long{slices}).add(cl_long{n}).add(cl_buffer(db)).add(cl_long{db.offset});
+  finish_args.add(cl_long{db.strides.at(0)});
+  DNNB_TRY(finish_args.status());
+  return enqueue(**device, *finish, 1, &columns, &kDbLocal, "linear_bwd/linear_bwd_db_finish");
 }
 
 Status run_linear_bwd(OpCall& call) {

@@ -52,7 +52,7 @@ OpSpec make_linear_bwd_spec() {
                          "17x31x45:bias=1",
                          "1x96x200:bias=1",
                          "3x7x33x40:bias=1",
-                         "2x50x70x90:bias=1,x.layout=padded,dy.layout=padded",
+                         "2x50x70x90:bias=1,dy.layout=padded,x.layout=padded",
                          "12x20x28:bias=1,x.layout=transposed",
                          "24x40x56:dy.layout=transposed,w.layout=transposed",
                          "100x300x1000:bias=1",
