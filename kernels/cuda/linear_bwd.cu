@@ -21,34 +21,50 @@
 namespace dnnb::cuda_kernels {
 namespace {
 
-// Column sums: a block of 32 x 8 threads sums 32 columns over one slice of the rows, 8 rows at a
-// time (consecutive threads read consecutive columns of a row), then the 8 partial sums of each
-// column in shared memory, in a fixed order. With one slice the block rounds straight into db;
-// with several, each writes its f32 sums to partial[slice][col] and db_finish adds the slices in
-// slice order: the same bits on every run.
-inline constexpr int kDbCols = 32, kDbRowLanes = 8;
+// Column sums: a block of 32 x 8 threads sums 32 x kVec columns (256 of bf16, 128 of f32) over
+// one slice of the rows, 8 rows at a time: a thread reads kVec consecutive columns of a row with
+// one 16-byte load where dy allows it (unit column stride, 16-byte aligned rows), so a warp reads
+// 512 contiguous bytes of a row. Then the 8 partial sums of each column in shared memory, in a
+// fixed order. With one slice the block rounds straight into db; with several, each writes its
+// f32 sums to partial[slice][col] and db_finish adds the slices in slice order: the same bits on
+// every run.
+inline constexpr int kDbThreadsX = 32, kDbRowLanes = 8;
 
 template <typename T>
-__global__ void __launch_bounds__(kDbCols* kDbRowLanes)
-    db_slices(const T* dy, int64_t s_row, int64_t s_col, int64_t rows, int64_t n, int64_t slice_rows,
+__global__ void __launch_bounds__(kDbThreadsX* kDbRowLanes)
+    db_slices(const T* dy, int64_t s_row, int64_t s_col, bool vec, int64_t rows, int64_t n, int64_t slice_rows,
               float* partial, T* db, int64_t db_stride) {
-  __shared__ float sums[kDbRowLanes][kDbCols];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kDbCols + threadIdx.x;
+  constexpr int V = kVec<T>;
+  __shared__ float sums[kDbRowLanes][kDbThreadsX * V];
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kDbThreadsX + threadIdx.x) * V;
   const int64_t first = static_cast<int64_t>(blockIdx.y) * slice_rows;
   const int64_t last = min(rows, first + slice_rows);
-  float s = 0.f;
-  if (col < n)
-    for (int64_t r = first + threadIdx.y; r < last; r += kDbRowLanes) s += to_float(dy[r * s_row + col * s_col]);
-  sums[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= n) return;
-  float total = 0.f;
+  float acc[V];
 #pragma unroll
-  for (int i = 0; i < kDbRowLanes; ++i) total += sums[i][threadIdx.x];
-  if (gridDim.y == 1)
-    db[col * db_stride] = from_float<T>(total);
-  else
-    partial[blockIdx.y * n + col] = total;
+  for (int k = 0; k < V; ++k) acc[k] = 0.f;
+  if (c0 < n)
+    for (int64_t r = first + threadIdx.y; r < last; r += kDbRowLanes) {
+      float v[V];
+      load_vec<T, int64_t>(v, dy + r * s_row, s_col, vec, c0, n, 0.f);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] += v[k];
+    }
+#pragma unroll
+  for (int k = 0; k < V; ++k) sums[threadIdx.y][threadIdx.x * V + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.y != 0) return;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const int64_t col = c0 + k;
+    if (col >= n) break;
+    float total = 0.f;
+#pragma unroll
+    for (int i = 0; i < kDbRowLanes; ++i) total += sums[i][threadIdx.x * V + k];
+    if (gridDim.y == 1)
+      db[col * db_stride] = from_float<T>(total);
+    else
+      partial[blockIdx.y * n + col] = total;
+  }
 }
 
 template <typename T>
@@ -60,10 +76,13 @@ __global__ void db_finish(const float* partial, int slices, int64_t n, T* db, in
   db[col * db_stride] = from_float<T>(total);
 }
 
+// Columns one db_slices block takes: 32 threads x one 16-byte vector of the dtype.
+int64_t db_block_columns(DType dtype) { return kDbThreadsX * (16 / static_cast<int64_t>(storage_bytes(dtype, 1))); }
+
 // Row slices of the column sum: enough blocks to fill an H100 (132 SMs x 8 blocks of 256
 // threads) when the columns alone do not, each slice at least 256 rows.
-int64_t db_slice_count(int64_t rows, int64_t n) {
-  const int64_t col_blocks = ceil_div(n, kDbCols);
+int64_t db_slice_count(int64_t rows, int64_t n, DType dtype) {
+  const int64_t col_blocks = ceil_div(n, db_block_columns(dtype));
   const int64_t want = ceil_div(132 * 8, col_blocks);
   return std::max<int64_t>(1, std::min(want, ceil_div(rows, 256)));
 }
@@ -93,7 +112,7 @@ Result<Workspace> workspace_layout(const Problem& p) {
   Workspace w;
   if (uses_transpose(p)) w.transpose_bytes = round_up(rows * d->n * 2, 256);
   w.partial_offset = w.transpose_bytes;
-  const int64_t slices = d->bias ? db_slice_count(rows, d->n) : 1;
+  const int64_t slices = d->bias ? db_slice_count(rows, d->n, p.dtype) : 1;
   if (slices > 1) w.partial_bytes = slices * d->n * 4;
   return w;
 }
@@ -111,11 +130,13 @@ Result<MatrixStrides> token_rows(const Tensor& t, const char* name) {
 template <typename T>
 Status launch_db(const CudaDevice& device, const Tensor& dy, const MatrixStrides& sdy, int64_t rows, int64_t n,
                  const Tensor& db, float* partial) {
-  const int64_t slices = db_slice_count(rows, n);
+  const int64_t slices = db_slice_count(rows, n, kDType<T>);
   const int64_t slice_rows = ceil_div(rows, slices);
-  const dim3 grid(static_cast<unsigned>(ceil_div(n, kDbCols)), static_cast<unsigned>(slices));
-  db_slices<T><<<grid, dim3(kDbCols, kDbRowLanes), 0, device.stream()>>>(
-      data_ptr<T>(dy), sdy.row, sdy.col, rows, n, slice_rows, partial, data_ptr<T>(db), db.strides[0]);
+  const T* base = data_ptr<T>(dy);
+  const bool vec = (sdy.col == 1 || n == 1) && aligned16(base) && (sdy.row * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, db_block_columns(kDType<T>))), static_cast<unsigned>(slices));
+  db_slices<T><<<grid, dim3(kDbThreadsX, kDbRowLanes), 0, device.stream()>>>(
+      base, sdy.row, sdy.col, vec, rows, n, slice_rows, partial, data_ptr<T>(db), db.strides[0]);
   DNNB_CUDA_CHECK_LAUNCH();
   if (slices == 1) return Status::ok();
   db_finish<T><<<static_cast<unsigned>(ceil_div(n, 256)), 256, 0, device.stream()>>>(
