@@ -80,7 +80,7 @@ BlockDef gpt2_block() {
   BlockDef def;
   def.name = "gpt2_block";
   def.torch = "transformers GPT2Block(config)(x)[0]";
-  def.dtypes = {DType::f32, DType::bf16};
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"heads", "eps"};
   // Odd sequence lengths and head dims that are no tile's multiple; x with padded rows.
   def.check_problems = {"1x7x64:heads=2", "2x17x64:heads=4", "1x33x96:heads=3", "3x11x80:heads=4",

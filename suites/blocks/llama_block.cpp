@@ -82,7 +82,7 @@ BlockDef llama_block() {
   BlockDef def;
   def.name = "llama_block";
   def.torch = "transformers LlamaDecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos))";
-  def.dtypes = {DType::f32, DType::bf16};
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"heads", "kv", "ffn", "eps", "theta"};
   // GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows.
   def.check_problems = {"1x7x64:ffn=172,heads=4,kv=2", "2x17x64:ffn=176,heads=4,kv=2", "1x33x128:ffn=344,heads=4,kv=1",
