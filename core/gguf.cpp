@@ -5,14 +5,8 @@
 // from the file sizes an allocation: entries are stored as they parse.
 #include "core/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -285,11 +279,11 @@ bool GgufFile::has_magic(const uint8_t* bytes, size_t size) {
 }
 
 Status GgufFile::parse() {
-  Cursor in(base_, size_, path_);
-  if (size_ < 4 || std::memcmp(base_, kMagic, 4) != 0) {
-    if (size_ < 4) return in.need(4, "magic");
+  Cursor in(base(), size(), file_.path());
+  if (size() < 4 || std::memcmp(base(), kMagic, 4) != 0) {
+    if (size() < 4) return in.need(4, "magic");
     std::string shown;
-    for (int i = 0; i < 4; ++i) shown += std::isprint(base_[i]) ? static_cast<char>(base_[i]) : '?';
+    for (int i = 0; i < 4; ++i) shown += std::isprint(base()[i]) ? static_cast<char>(base()[i]) : '?';
     return in.fail(0, "magic", "'" + shown + "' is not 'GGUF'", "magic");
   }
   in.seek(4);
@@ -354,14 +348,14 @@ Status GgufFile::parse() {
     const uint64_t pad = (alignment_ - data_offset_ % alignment_) % alignment_;
     if (pad > in.left())
       return in.fail(data_offset_, "data section", "the padding to alignment " + std::to_string(alignment_) +
-                                                       " runs past the end of the " + std::to_string(size_) +
+                                                       " runs past the end of the " + std::to_string(size()) +
                                                        "-byte file",
                      "data-bounds");
     data_offset_ += pad;
   }
   // Tensors lie in file order, each at the end of the one before padded to the alignment
   // (ggml's rule: offset == the sum of the padded sizes before it), and inside the file.
-  const uint64_t data_size = size_ - data_offset_;
+  const uint64_t data_size = size() - data_offset_;
   uint64_t expected = 0;
   for (auto& info : tensors_) {
     const std::string field = "tensor " + shown(info.name) + " offset";
@@ -384,7 +378,7 @@ Status GgufFile::parse() {
                                     std::to_string(info.bytes) + ") run past the " +
                                     std::to_string(data_size) + "-byte data section",
                      "data-bounds");
-    info.data = base_ + data_offset_ + info.offset;
+    info.data = base() + data_offset_ + info.offset;
     const uint64_t padded = info.bytes + (alignment_ - info.bytes % alignment_) % alignment_;
     if (padded < info.bytes || __builtin_add_overflow(expected, padded, &expected))
       return in.fail(at, field, "the padded data size overflows 64 bits", "size-overflow");
@@ -393,29 +387,10 @@ Status GgufFile::parse() {
 }
 
 Result<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::bad_input(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file";
-    ::close(fd);
-    return Status::bad_input(path + ": cannot read: " + why);
-  }
+  auto mapped = MappedFile::open(path);
+  if (!mapped) return mapped.status();
   std::shared_ptr<GgufFile> file(new GgufFile());
-  file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* mapping = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int mmap_errno = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED)
-      return Status::error(path + ": mmap of " + std::to_string(file->size_) +
-                           " bytes failed: " + std::strerror(mmap_errno));
-    file->mapping_ = mapping;
-    file->base_ = static_cast<const uint8_t*>(mapping);
-  } else {
-    ::close(fd);  // mmap refuses length 0; parse() reports the file as truncated
-  }
+  file->file_ = std::move(*mapped);
   DNNB_TRY(file->parse());
   return file;
 }
@@ -423,16 +398,9 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
 Result<std::shared_ptr<GgufFile>> GgufFile::from_bytes(std::vector<uint8_t> bytes,
                                                        const std::string& label) {
   std::shared_ptr<GgufFile> file(new GgufFile());
-  file->path_ = label;
-  file->owned_ = std::move(bytes);
-  file->base_ = file->owned_.data();
-  file->size_ = file->owned_.size();
+  file->file_ = MappedFile::from_bytes(std::move(bytes), label);
   DNNB_TRY(file->parse());
   return file;
-}
-
-GgufFile::~GgufFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
 const GgufKeyValue* GgufFile::find_key(std::string_view key) const {
@@ -448,7 +416,7 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 int64_t GgufFile::as_int64(const GgufKeyValue& kv, uint64_t i) const {
-  const uint8_t* p = base_ + kv.value_offset + i * scalar_size(kv.type);
+  const uint8_t* p = base() + kv.value_offset + i * scalar_size(kv.type);
   switch (kv.type) {
     case GgufType::i8: return load_le<int8_t>(p);
     case GgufType::i16: return load_le<int16_t>(p);
@@ -462,7 +430,7 @@ int64_t GgufFile::as_int64(const GgufKeyValue& kv, uint64_t i) const {
 }
 
 uint64_t GgufFile::as_uint64(const GgufKeyValue& kv, uint64_t i) const {
-  const uint8_t* p = base_ + kv.value_offset + i * scalar_size(kv.type);
+  const uint8_t* p = base() + kv.value_offset + i * scalar_size(kv.type);
   switch (kv.type) {
     case GgufType::u8: return *p;
     case GgufType::u16: return load_le<uint16_t>(p);
@@ -476,7 +444,7 @@ uint64_t GgufFile::as_uint64(const GgufKeyValue& kv, uint64_t i) const {
 }
 
 double GgufFile::number(const GgufKeyValue& kv, uint64_t i) const {
-  const uint8_t* p = base_ + kv.value_offset + i * scalar_size(kv.type);
+  const uint8_t* p = base() + kv.value_offset + i * scalar_size(kv.type);
   switch (kv.type) {
     case GgufType::f32: return load_le<float>(p);
     case GgufType::f64: return load_le<double>(p);
@@ -488,17 +456,17 @@ double GgufFile::number(const GgufKeyValue& kv, uint64_t i) const {
 
 std::string GgufFile::string(const GgufKeyValue& kv, uint64_t i) const {
   const uint64_t at = kv.string_offsets[i];
-  const uint64_t length = load_le<uint64_t>(base_ + at);
-  return std::string(reinterpret_cast<const char*>(base_ + at + 8), length);
+  const uint64_t length = load_le<uint64_t>(base() + at);
+  return std::string(reinterpret_cast<const char*>(base() + at + 8), length);
 }
 
 Result<Tensor> GgufFile::load(std::string_view name, DeviceRuntime& host) const {
   const GgufTensorInfo* info = find_tensor(name);
   if (info == nullptr)
-    return Status::bad_input(path_ + ": no tensor named " + shown(std::string(name)));
+    return Status::bad_input(file_.path() + ": no tensor named " + shown(std::string(name)));
   const std::optional<DType> dtype = ggml_compute_dtype(info->type);
   if (!dtype)
-    return Status::bad_input(path_ + ": tensor " + shown(info->name) + " is ggml type " +
+    return Status::bad_input(file_.path() + ": tensor " + shown(info->name) + " is ggml type " +
                              ggml_type_info(info->type)->name +
                              ", which the suite does not compute in: it cannot be loaded as a "
                              "tensor (dnnblocks inspect names and sizes it)");
@@ -509,7 +477,7 @@ Result<Tensor> GgufFile::load(std::string_view name, DeviceRuntime& host) const 
   int64_t product = 1;
   for (int64_t d : shape)
     if (__builtin_mul_overflow(product, d == 0 ? 1 : d, &product))
-      return Status::bad_input(path_ + ": tensor " + shown(info->name) + " has dims " +
+      return Status::bad_input(file_.path() + ": tensor " + shown(info->name) + " has dims " +
                                dims_text(info->dims) +
                                ", whose products pass 2^63 - 1: it cannot be loaded as a tensor");
   auto tensor = empty_tensor(host, *dtype, shape);

@@ -1,4 +1,4 @@
-// GGUF reader (llama.cpp's model format), mmap-based. Every file is untrusted input: the reader
+// GGUF reader (llama.cpp's model format) over a core/mapped_file.h file. Every file is untrusted input: the reader
 // accepts what ggml's own reader (ggml/src/gguf.cpp, gguf_init_from_file, as llama.cpp loads a
 // model) accepts and refuses what it refuses, and checks what that reader leaves to its caller
 // (each tensor's data inside the file, keys and names valid UTF-8); docs/gguf.md lists every
@@ -19,6 +19,7 @@
 
 #include "core/device.h"
 #include "core/gguf_types.h"
+#include "core/mapped_file.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -70,13 +71,11 @@ class GgufFile {
   // Validates bytes already in memory (tests, fuzzing); `label` names it in errors.
   static Result<std::shared_ptr<GgufFile>> from_bytes(std::vector<uint8_t> bytes,
                                                       const std::string& label);
-  ~GgufFile();
-
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // file offset of the data section
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const { return file_.size(); }
   const std::vector<GgufKeyValue>& metadata() const { return kvs_; }      // file order
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // file order
   const GgufKeyValue* find_key(std::string_view key) const;
@@ -102,11 +101,9 @@ class GgufFile {
  private:
   GgufFile() = default;
   Status parse();
-  std::string path_;
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
-  void* mapping_ = nullptr;  // mmap'd region, or nullptr when owned_ holds the bytes
-  std::vector<uint8_t> owned_;
+  const uint8_t* base() const { return file_.data(); }
+  size_t size() const { return file_.size(); }
+  MappedFile file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = kGgufDefaultAlignment;
   uint64_t data_offset_ = 0;

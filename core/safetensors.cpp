@@ -7,11 +7,6 @@
 
 #include "core/safetensors_header.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -246,52 +241,28 @@ Result<ParsedFile> parse_file(const uint8_t* base, size_t size, const std::strin
 }  // namespace
 
 Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::bad_input(path + ": cannot open: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    const std::string why = S_ISDIR(info.st_mode) ? "is a directory" : "not a regular file";
-    ::close(fd);
-    return Status::bad_input(path + ": cannot read: " + why);
-  }
+  auto mapped = MappedFile::open(path);
+  if (!mapped) return mapped.status();
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
-  file->path_ = path;
-  file->size_ = static_cast<size_t>(info.st_size);
-  if (file->size_ > 0) {
-    void* mapping = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int mmap_errno = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED)
-      return Status::error(path + ": mmap of " + std::to_string(file->size_) +
-                           " bytes failed: " + std::strerror(mmap_errno));
-    file->mapping_ = mapping;
-    file->base_ = static_cast<const uint8_t*>(mapping);
-  } else {
-    ::close(fd);  // mmap refuses length 0; parse_file reports the file as too short
-  }
-  auto parsed = parse_file(file->base_, file->size_, path);
-  if (!parsed) return parsed.status();
-  file->entries_ = std::move(parsed->entries);
-  file->metadata_ = std::move(parsed->metadata);
+  file->file_ = std::move(*mapped);
+  DNNB_TRY(file->parse());
   return file;
 }
 
 Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::from_bytes(std::vector<uint8_t> bytes,
                                                                      const std::string& label) {
   std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
-  file->path_ = label;
-  file->owned_ = std::move(bytes);
-  file->base_ = file->owned_.data();
-  file->size_ = file->owned_.size();
-  auto parsed = parse_file(file->base_, file->size_, label);
-  if (!parsed) return parsed.status();
-  file->entries_ = std::move(parsed->entries);
-  file->metadata_ = std::move(parsed->metadata);
+  file->file_ = MappedFile::from_bytes(std::move(bytes), label);
+  DNNB_TRY(file->parse());
   return file;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, size_);
+Status SafetensorsFile::parse() {
+  auto parsed = parse_file(file_.data(), file_.size(), file_.path());
+  if (!parsed) return parsed.status();
+  entries_ = std::move(parsed->entries);
+  metadata_ = std::move(parsed->metadata);
+  return Status::ok();
 }
 
 const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
@@ -303,11 +274,11 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 Result<Tensor> SafetensorsFile::load(std::string_view name, DeviceRuntime& host) const {
   const SafetensorsEntry* entry = find(name);
   if (entry == nullptr)
-    return Status::bad_input(path_ + ": no tensor named " + quoted(std::string(name)));
+    return Status::bad_input(file_.path() + ": no tensor named " + quoted(std::string(name)));
   if (!entry->dtype) {
     const bool computable = compute_dtype_of(entry->file_dtype).has_value();
     return Status::bad_input(
-        path_ + ": tensor " + quoted(entry->name) +
+        file_.path() + ": tensor " + quoted(entry->name) +
         (computable ? " has shape " + dims_text(entry->file_shape) +
                           ", beyond what int64 shapes hold (a dimension or product over 2^63 - 1)"
                     : " has dtype " + std::string(safetensors_name(entry->file_dtype)) +

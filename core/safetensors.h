@@ -1,4 +1,4 @@
-// safetensors reader (mmap) and writer. Every file is untrusted input: the reader accepts
+// safetensors reader (core/mapped_file.h) and writer. Every file is untrusted input: the reader accepts
 // exactly the files the format's reference reader (the Rust `safetensors` crate) accepts,
 // except that duplicate names are refused (docs/safetensors.md). It checks the header length,
 // the JSON (core/safetensors_header.h), dtype names, shape x dtype bits against each byte
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/mapped_file.h"
 #include "core/safetensors_dtype.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -42,9 +43,7 @@ class SafetensorsFile {
   // Validates bytes already in memory (tests, fuzzing); `label` names it in errors.
   static Result<std::shared_ptr<SafetensorsFile>> from_bytes(std::vector<uint8_t> bytes,
                                                              const std::string& label);
-  ~SafetensorsFile();
-
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }  // file order
   const SafetensorsEntry* find(std::string_view name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -54,11 +53,8 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
-  std::string path_;
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
-  void* mapping_ = nullptr;            // mmap'd region, or nullptr when owned_ holds the bytes
-  std::vector<uint8_t> owned_;
+  Status parse();
+  MappedFile file_;
   std::vector<SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;
 };
