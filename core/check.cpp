@@ -215,6 +215,15 @@ Status read_guarded(DeviceRuntime& device, const GuardedOutput& out, std::vector
   return Status::ok();
 }
 
+// Where a case's inputs come from, as results print it.
+std::string source_text(const PlannedCase& pc) {
+  if (pc.fixture) return "fixture " + pc.fixture->path;
+  const std::string seed = "random seed=" + hex64(pc.id.problem.seed());
+  if (!pc.weights) return seed;
+  // The seed draws the op's other inputs, if it has any.
+  return "weights " + pc.weights->file->path() + " tensor " + pc.weights->tensor->name + ", " + seed;
+}
+
 // The name of a tensor of step `step` in a fixture file: step 0 under the plain name, later
 // steps as "<name>@<step>".
 std::string step_name(const std::string& name, int step) {
@@ -296,7 +305,22 @@ class CaseSource {
   }
   Status from_random(int step, std::vector<Tensor>& inputs, std::vector<Tensor>& expected, std::vector<Tensor>& torch) {
     const Problem& p = pc_.id.problem;
-    if (step == 0) {
+    if (step == 0 && pc_.weights) {
+      // The weight input is the file's tensor; the others random. An op whose only input is
+      // the weight draws nothing (a model's tensor can be large).
+      if (sig_.inputs.size() == 1) {
+        inputs.clear();
+        auto t = empty_tensor(scratch_host(), sig_.inputs[0].dtype, sig_.inputs[0].shape);
+        if (!t) return t.status();
+        inputs.push_back(*t);
+      } else {
+        auto made = make_random_inputs(*pc_.spec, p, sig_);
+        if (!made) return made.status();
+        inputs = std::move(*made);
+      }
+      DNNB_TRY(load_weight_input(*pc_.weights, inputs[pc_.weights->input]));
+      source_ = source_text(pc_);
+    } else if (step == 0) {
       auto made = make_random_inputs(*pc_.spec, p, sig_);
       if (!made) return made.status();
       inputs = std::move(*made);
@@ -348,9 +372,12 @@ const FixtureEntry* smoke_fixture(const std::vector<const FixtureEntry*>& entrie
 
 }  // namespace
 
-Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest) {
-  const std::string fixtures_dir = options.fixtures_dir.empty() ? default_fixtures_dir() : options.fixtures_dir;
+Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest,
+                                            std::vector<SkippedTensor>* skipped_tensors) {
   manifest = FixtureManifest{};
+  if (!options.weights_path.empty()) return plan_weight_check(options, skipped_tensors);
+  if (!options.weights_tensors.empty()) return Status::bad_input("--tensor: names a tensor of the file --weights gives");
+  const std::string fixtures_dir = options.fixtures_dir.empty() ? default_fixtures_dir() : options.fixtures_dir;
   if (options.fixtures) {
     auto m = FixtureManifest::load(fixtures_dir);
     if (!m) return m.status();
@@ -371,6 +398,8 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
   if (!options.case_id.empty()) {
     auto id = CaseId::parse(options.case_id);
     if (!id) return id.status();
+    if (id->problem.has(kWeightsTensorParam))
+      return Status::bad_input("case '" + options.case_id + "': its weights are a tensor of a GGUF file: give the file with --weights FILE");
     auto cell = plan_case_cell(*id);
     if (!cell) return cell.status();
     const FixtureEntry* fixture = nullptr;
@@ -424,7 +453,7 @@ CaseResult result_of(const PlannedCase& pc) {
   CaseResult r;
   r.case_id = pc.id.to_string();
   r.device = pc.device ? pc.device->info().id : "";
-  r.source = pc.fixture ? "fixture " + pc.fixture->path : "random seed=" + hex64(pc.id.problem.seed());
+  r.source = source_text(pc);
   return r;
 }
 
@@ -768,6 +797,11 @@ std::string results_to_junit(const std::vector<CaseResult>& results) {
 std::string repro_command(const CaseResult& r, const CheckOptions& options) {
   std::string cmd = "dnnblocks check --case '" + r.case_id + "'";
   if (!options.fixtures_dir.empty()) cmd += " --fixtures '" + options.fixtures_dir + "'";
+  if (!options.weights_path.empty()) {
+    auto id = CaseId::parse(r.case_id);
+    cmd += " --weights '" + options.weights_path + "'";
+    if (id && id->problem.has(kWeightsTensorParam)) cmd += " --tensor '" + id->problem.get(kWeightsTensorParam) + "'";
+  }
   if (options.bitwise) cmd += " --bitwise";
   return cmd;
 }

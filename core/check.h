@@ -11,6 +11,7 @@
 
 #include "core/compare.h"
 #include "core/fixtures.h"
+#include "core/gguf_weights.h"
 #include "core/registry.h"
 
 namespace dnnb {
@@ -40,6 +41,10 @@ struct CheckOptions {
   // One case at a time in plan order; by default each device runs its cases on its own
   // thread, side by side with the other devices.
   bool serial = false;
+  // A GGUF file whose tensors the quantised ops take as their weight operand
+  // (core/gguf_weights.h): the plan is then those cases only, no fixtures or random problems.
+  std::string weights_path;
+  std::string weights_tensors;  // comma-separated tensor names; "" = every tensor of the file
 };
 
 struct PlannedCase {
@@ -49,6 +54,7 @@ struct PlannedCase {
   DeviceRuntime* device = nullptr;     // null: absent, see skip_reason
   std::string skip_reason;
   const FixtureEntry* fixture = nullptr;
+  std::optional<WeightSource> weights;  // a --weights case: this input is the file's tensor
 };
 
 struct OutputResult {
@@ -102,7 +108,16 @@ struct CheckSummary {
 // bad_input for an unknown op/backend/dtype/device, a malformed case id or manifest.
 // Loads the fixture manifest into `manifest`; planned cases point into it, so it must
 // outlive them.
-Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest);
+// With options.weights_path, the plan of plan_weight_check; `skipped_tensors` (optional) gets
+// the tensors an op takes no case from.
+Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest,
+                                            std::vector<SkippedTensor>* skipped_tensors = nullptr);
+// The --weights plan (core/check_weights.cpp): every selected implementation but the
+// reference's, on each problem that the selected tensors of the file give its op and dtype
+// (x random, seeded by the problem); or the one case of options.case_id. bad_input for a file
+// the GGUF reader refuses (naming the file), a --tensor name it lacks, an --op selecting no op
+// that takes weights, or a case id whose tensor= does not fit the file.
+Result<std::vector<PlannedCase>> plan_weight_check(const CheckOptions& options, std::vector<SkippedTensor>* skipped_tensors);
 CaseResult run_case(const PlannedCase& planned, const FixtureManifest& manifest, const CheckOptions& options);
 // A result naming the planned case (id, device, source) and nothing else yet.
 CaseResult result_of(const PlannedCase& planned);

@@ -33,6 +33,30 @@ std::string format_output(const OutputResult& o) {
   return s;
 }
 
+// The tensors of a --weights file that an op takes no case from: each with --verbose, else one
+// line per op and reason with the count and the first names.
+void print_skipped_tensors(const std::vector<SkippedTensor>& skipped, bool verbose) {
+  if (verbose) {
+    for (const SkippedTensor& t : skipped)
+      std::printf("SKIP  tensor %s (%s) for %s: %s\n", t.tensor.c_str(), t.what.c_str(), t.op.c_str(), t.reason.c_str());
+    return;
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // "op: reason" -> tensors, in file order
+  for (const SkippedTensor& t : skipped) {
+    const std::string key = t.op + ": " + t.reason;
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == key; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {key, {}});
+    g->second.push_back(t.tensor + " (" + t.what + ")");
+  }
+  constexpr size_t kShown = 3;
+  for (const auto& [key, names] : groups) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < kShown; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > kShown) list += ", ... (--verbose lists them)";
+    std::printf("SKIP  %zu tensors for %s: %s\n", names.size(), key.c_str(), list.c_str());
+  }
+}
+
 struct CheckArgs {
   CheckOptions options;
   std::string tier = "ci";
@@ -62,7 +86,8 @@ int run_check_command(CheckArgs& args) {
     return 2;
   }
   FixtureManifest manifest;
-  auto plan = plan_check(args.options, manifest);
+  std::vector<SkippedTensor> skipped_tensors;
+  auto plan = plan_check(args.options, manifest, &skipped_tensors);
   if (!plan) {
     std::fprintf(stderr, "dnnblocks check: %s\n", plan.status().message.c_str());
     return 2;
@@ -102,6 +127,7 @@ int run_check_command(CheckArgs& args) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (tty) std::fprintf(stderr, "\r\033[K");
   for (const auto& [what, count] : folded_skips) std::printf("%s (%d cases; --verbose lists them)\n", what.c_str(), count);
+  print_skipped_tensors(skipped_tensors, args.verbose);
 
   std::printf("\ntime per implementation and device (tier %s, variants %s):\n", args.tier.c_str(),
               args.options.all_variants || args.options.tier == CheckTier::full ? "all" : "defaults");
@@ -112,6 +138,9 @@ int run_check_command(CheckArgs& args) {
   for (const auto& r : results) timeouts += r.timed_out;
   std::printf("\ncheck: %d passed, %d failed, %d expected failures (known peer deviations), %d skipped, %d unsupported, %d bad input\n",
               s.passed, s.failed, s.expected_failures, s.skipped, s.unsupported, s.bad_input);
+  if (!args.options.weights_path.empty())
+    std::printf("check: %zu tensor and op pairs of %s skipped (no case: listed above)\n", skipped_tensors.size(),
+                args.options.weights_path.c_str());
   if (timeouts > 0) std::printf("check: %d of the failed cases timed out (--case-timeout %g s)\n", timeouts, args.options.case_timeout_s);
   if (s.failed + s.bad_input > 0) {
     std::printf("failures:\n");
@@ -127,7 +156,14 @@ int run_check_command(CheckArgs& args) {
       std::fprintf(stderr, "dnnblocks check: --json: cannot write '%s'\n", args.json_path.c_str());
       return 2;
     }
-    out << results_to_json(results).dump(1) << "\n";
+    nlohmann::json j = results_to_json(results);
+    if (!args.options.weights_path.empty()) {
+      j["weights"] = args.options.weights_path;
+      j["skipped_tensors"] = nlohmann::json::array();
+      for (const SkippedTensor& t : skipped_tensors)
+        j["skipped_tensors"].push_back({{"op", t.op}, {"tensor", t.tensor}, {"what", t.what}, {"reason", t.reason}});
+    }
+    out << j.dump(1) << "\n";
   }
   if (!args.junit_path.empty()) {
     std::ofstream out(args.junit_path);
@@ -153,6 +189,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--serial", args->options.serial,
                 "One case at a time in plan order (default: each device runs its cases side by side with the others)");
   cmd->add_option("--fixtures", args->options.fixtures_dir, "Fixtures directory holding manifest.json");
+  cmd->add_option("--weights", args->options.weights_path,
+                  "A GGUF file: check the ops that take weights (matmul_ggml, dequantize_blocks, quantize_blocks) with "
+                  "its tensors as their weight operand, other inputs random, against the reference (no fixtures or "
+                  "random problems)");
+  cmd->add_option("--tensor", args->options.weights_tensors,
+                  "With --weights: only these tensors of the file, comma-separated (default: every tensor)");
   cmd->add_option("--json", args->json_path, "Write results as JSON");
   cmd->add_option("--junit", args->junit_path, "Write results as JUnit XML");
   cmd->add_option("--tier", args->tier,

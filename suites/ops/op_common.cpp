@@ -16,7 +16,7 @@ const std::vector<DType>& loss_dtypes() {
 }
 
 const std::vector<std::string>& common_param_keys() {
-  static const std::vector<std::string> keys = {"layout", "fixture", "seed"};
+  static const std::vector<std::string> keys = {"layout", "fixture", "seed", "tensor"};
   return keys;
 }
 

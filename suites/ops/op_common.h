@@ -14,7 +14,7 @@ const std::vector<DType>& float_dtypes();  // f32 f16 bf16
 const std::vector<DType>& loss_dtypes();   // f32 bf16 (cross-entropy)
 
 // Parameters every op accepts (docs/ops-family1.md, "Common parameters").
-const std::vector<std::string>& common_param_keys();  // layout, fixture, seed
+const std::vector<std::string>& common_param_keys();  // layout, fixture, seed, tensor (a --weights case's tensor)
 
 // Checks every signature makes first: the dtype is one of `dtypes`, every parameter key is
 // common or in `op_keys` (a typo must not silently change nothing), the shape has at least
