@@ -21,8 +21,8 @@ PROBLEMS = [
 ]
 
 
-def build(op, shape, p, dtype):
-    """(module, forward(x)) on cuda."""
+def build(op, shape, p, dtype, device="cuda"):
+    """(module, forward(m, x, pos)) on `device`."""
     _, s, e = shape
     if op == "gpt2_block":
         from transformers import GPT2Config
@@ -30,7 +30,7 @@ def build(op, shape, p, dtype):
         config = GPT2Config(n_embd=e, n_head=p["heads"], n_layer=1, n_positions=s, activation_function="gelu_new",
                             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
         config._attn_implementation = "sdpa"
-        module = GPT2Block(config, layer_idx=0).to("cuda", dtype).eval()
+        module = GPT2Block(config, layer_idx=0).to(device, dtype).eval()
         return module, lambda m, x, pos: m(x)
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
@@ -38,8 +38,8 @@ def build(op, shape, p, dtype):
                          intermediate_size=p["ffn"], head_dim=e // p["heads"], rms_norm_eps=p["eps"],
                          rope_parameters={"rope_type": "default", "rope_theta": p["theta"]})
     config._attn_implementation = "sdpa"
-    module = LlamaDecoderLayer(config, 0).to("cuda", dtype).eval()
-    rotary = LlamaRotaryEmbedding(config).to("cuda")
+    module = LlamaDecoderLayer(config, 0).to(device, dtype).eval()
+    rotary = LlamaRotaryEmbedding(config).to(device)
 
     def forward(m, x, pos):
         return m(x, position_embeddings=rotary(x, pos), position_ids=pos)
