@@ -4,7 +4,9 @@
 //   pass 1: the row sums of g = dy (w + offset) and of g xhat, xhat = (x - mean) rstd;
 //   pass 2: dx = rstd ((g - xhat mean(g xhat)) - mean(g)), and dy xhat, dy added into the
 //           task's column sums (f32).
-// The row's x, dy and w are read from memory in pass 1 and from L1/L2 in pass 2. Rows go to
+// The row's x, dy and w are read from memory in pass 1 and from L1/L2 in pass 2, which also
+// prefetches the thread's next row of x and dy into L2 (write_prefetching) and writes dx with
+// non-temporal stores past the last-level cache (stream_rows), as the forward's write pass. Rows go to
 // tasks in contiguous blocks, one block of rows per thread, each with its own f32 column sums;
 // the tasks' sums are then added in task order and rounded once to dw and db. The task count
 // depends only on the rows and the thread count, so a rerun on one machine gives the same bits.
@@ -19,49 +21,62 @@ namespace dnnb::avx512 {
 struct NormBwdRow {
   float mean = 0, rstd = 1, weight_offset = 0;
   bool centered = true;
+  float mean_g = 0, mean_gx = 0;  // set by norm_bwd_means
 };
 
+// xhat, g = dy (w + offset) and dy of columns [i, i + 16) under mask m (masked-off lanes load 0:
+// their dy is 0, so they add nothing to any sum).
 template <class Fmt>
-DNNB_AVX512 void norm_bwd_row(const typename Fmt::storage* x, const typename Fmt::storage* dy,
-                              const typename Fmt::storage* w, int64_t n, const NormBwdRow& s,
-                              typename Fmt::storage* dx, float* dw_sum, float* db_sum) {
-  const __m512 mean = _mm512_set1_ps(s.mean), rstd = _mm512_set1_ps(s.rstd), offset = _mm512_set1_ps(s.weight_offset);
-  // Masked-off lanes load 0: their dy is 0, so they add nothing to either sum.
-  auto terms = [&](int64_t i, __mmask16 m, __m512& xhat, __m512& g, __m512& d) DNNB_AVX512_LAMBDA {
-    xhat = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i, m), mean), rstd);
-    d = Fmt::load(dy + i, m);
-    g = _mm512_mul_ps(d, _mm512_add_ps(Fmt::load(w + i, m), offset));
-  };
+DNNB_AVX512_INLINE void norm_bwd_terms(const typename Fmt::storage* x, const typename Fmt::storage* dy,
+                                       const typename Fmt::storage* w, int64_t i, __mmask16 m, const NormBwdRow& s,
+                                       __m512& xhat, __m512& g, __m512& d) {
+  xhat = _mm512_mul_ps(_mm512_sub_ps(Fmt::load(x + i, m), _mm512_set1_ps(s.mean)), _mm512_set1_ps(s.rstd));
+  d = Fmt::load(dy + i, m);
+  g = _mm512_mul_ps(d, _mm512_add_ps(Fmt::load(w + i, m), _mm512_set1_ps(s.weight_offset)));
+}
+
+// Pass 1: s.mean_g (0 for rmsnorm) and s.mean_gx over the row's n columns.
+template <class Fmt>
+DNNB_AVX512 void norm_bwd_means(const typename Fmt::storage* x, const typename Fmt::storage* dy,
+                                const typename Fmt::storage* w, int64_t n, NormBwdRow& s) {
   __m512 sum_g[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}, sum_gx[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 2; ++k) {
       __m512 xhat, g, d;
-      terms(i + 16 * k, 0xffff, xhat, g, d);
+      norm_bwd_terms<Fmt>(x, dy, w, i + 16 * k, 0xffff, s, xhat, g, d);
       sum_g[k] = _mm512_add_ps(sum_g[k], g);
       sum_gx[k] = _mm512_fmadd_ps(g, xhat, sum_gx[k]);
     }
   }
   for (; i < n; i += 16) {
     __m512 xhat, g, d;
-    terms(i, tail_mask(std::min<int64_t>(16, n - i)), xhat, g, d);
+    norm_bwd_terms<Fmt>(x, dy, w, i, tail_mask(std::min<int64_t>(16, n - i)), s, xhat, g, d);
     sum_g[0] = _mm512_add_ps(sum_g[0], g);
     sum_gx[0] = _mm512_fmadd_ps(g, xhat, sum_gx[0]);
   }
   const float inv_n = 1.0f / static_cast<float>(n);
-  const __m512 mean_g = _mm512_set1_ps(s.centered ? _mm512_reduce_add_ps(_mm512_add_ps(sum_g[0], sum_g[1])) * inv_n : 0.0f);
-  const __m512 mean_gx = _mm512_set1_ps(_mm512_reduce_add_ps(_mm512_add_ps(sum_gx[0], sum_gx[1])) * inv_n);
-  for (i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(std::min<int64_t>(16, n - i));
+  s.mean_g = s.centered ? _mm512_reduce_add_ps(_mm512_add_ps(sum_g[0], sum_g[1])) * inv_n : 0.0f;
+  s.mean_gx = _mm512_reduce_add_ps(_mm512_add_ps(sum_gx[0], sum_gx[1])) * inv_n;
+}
+
+// Pass 2 over columns [0, n) of a piece of the row: dx (non-temporal stores when `stream`), and
+// dy xhat, dy added into the column sums.
+template <class Fmt>
+DNNB_AVX512 void norm_bwd_write(const typename Fmt::storage* x, const typename Fmt::storage* dy,
+                                const typename Fmt::storage* w, int64_t n, const NormBwdRow& s,
+                                typename Fmt::storage* dx, float* dw_sum, float* db_sum, bool stream) {
+  const __m512 mean_g = _mm512_set1_ps(s.mean_g), mean_gx = _mm512_set1_ps(s.mean_gx), rstd = _mm512_set1_ps(s.rstd);
+  write_span_values<Fmt>(dx, n, stream, [&](int64_t i, __mmask16 m) DNNB_AVX512_LAMBDA {
     __m512 xhat, g, d;
-    terms(i, m, xhat, g, d);
+    norm_bwd_terms<Fmt>(x, dy, w, i, m, s, xhat, g, d);
+    _mm512_mask_storeu_ps(dw_sum + i, m, _mm512_fmadd_ps(d, xhat, _mm512_maskz_loadu_ps(m, dw_sum + i)));
+    if (db_sum) _mm512_mask_storeu_ps(db_sum + i, m, _mm512_add_ps(d, _mm512_maskz_loadu_ps(m, db_sum + i)));
     // (g - xhat mean(g xhat)) - mean(g): g enters only as an FMA's addend, so it is the rounded
     // product of pass 1 and a one-column row gives g - mean(g) = 0 exactly (a contracted
     // d (w + offset) - mean(g) would leave the product's rounding error, times rstd).
-    Fmt::store(dx + i, _mm512_mul_ps(_mm512_sub_ps(_mm512_fnmadd_ps(xhat, mean_gx, g), mean_g), rstd), m);
-    _mm512_mask_storeu_ps(dw_sum + i, m, _mm512_fmadd_ps(d, xhat, _mm512_maskz_loadu_ps(m, dw_sum + i)));
-    if (db_sum) _mm512_mask_storeu_ps(db_sum + i, m, _mm512_add_ps(d, _mm512_maskz_loadu_ps(m, db_sum + i)));
-  }
+    return _mm512_mul_ps(_mm512_sub_ps(_mm512_fnmadd_ps(xhat, mean_gx, g), mean_g), rstd);
+  });
 }
 
 // dst[c] = round(sum over tasks of parts[t * n + c]), tasks added in order.
@@ -110,16 +125,25 @@ Status run_norm_bwd(OpCall& call, bool centered) {
   float* dw_parts = parts.data();
   float* db_parts = centered ? parts.data() + tasks * cols : nullptr;
   const float weight_offset = form == "gemma" ? 1.0f : 0.0f;
+  const bool stream = stream_rows(*dx, 2 * tensor_bytes(call.inputs[0]));
   parallel_tasks(tasks, rows * cols, [&](int64_t t) {
-    for (int64_t r = t * per_task; r < std::min(rows, (t + 1) * per_task); ++r) {
+    const int64_t end = std::min(rows, (t + 1) * per_task);
+    for (int64_t r = t * per_task; r < end; ++r) {
       NormBwdRow s;
       s.centered = centered;
       s.weight_offset = weight_offset;
       s.rstd = *rstd->row<const float>(r);
       s.mean = centered ? *mean->row<const float>(r) : 0.0f;
+      const T* xs = read_span<T>(*x, r, 0, cols, 0);
+      const T* dys = read_span<T>(*dy, r, 0, cols, 1);
+      norm_bwd_means<Fmt>(xs, dys, *w, cols, s);
       T* out = write_span<T>(*dx, r, 0, cols, 2);
-      norm_bwd_row<Fmt>(read_span<T>(*x, r, 0, cols, 0), read_span<T>(*dy, r, 0, cols, 1), *w, cols, s, out,
-                        dw_parts + t * cols, db_parts ? db_parts + t * cols : nullptr);
+      float* dw_sum = dw_parts + t * cols;
+      float* db_sum = db_parts ? db_parts + t * cols : nullptr;
+      // The task's next row of x and dy is prefetched into L2 piece by piece during pass 2.
+      write_prefetching(cols, r + 1 < end ? next_row_of(*x, r, &*dy) : NextRow{}, [&](int64_t c, int64_t k) {
+        norm_bwd_write<Fmt>(xs + c, dys + c, *w + c, k, s, out + c, dw_sum + c, db_sum ? db_sum + c : nullptr, stream);
+      });
       commit_span(*dx, r, 0, cols, out);
     }
   });
