@@ -55,19 +55,8 @@ void BlockBuilder::reshape(const std::string& name, const std::string& of, const
   if (!v) return;
   if (shape_numel(shape) != shape_numel(v->shape))
     fail("view " + name + ": " + shape_to_string(v->shape) + " does not reshape to " + shape_to_string(shape));
-  graph_.views.push_back({name, {BlockView::Kind::reshape, of, shape, 0}});
+  graph_.views.push_back({name, {BlockView::Kind::reshape, of, shape}});
   graph_.values[name] = {v->dtype, shape};
-}
-
-void BlockBuilder::select(const std::string& name, const std::string& of, int64_t index) {
-  const BlockValue* v = value(of, "view " + name);
-  if (!v) return;
-  if (v->shape.empty() || index < 0 || index >= v->shape[0]) {
-    fail("view " + name + ": index " + std::to_string(index) + " outside dim 0 of " + shape_to_string(v->shape));
-    return;
-  }
-  graph_.views.push_back({name, {BlockView::Kind::select, of, {}, index}});
-  graph_.values[name] = {v->dtype, Shape(v->shape.begin() + 1, v->shape.end())};
 }
 
 void BlockBuilder::transpose(const std::string& name, const std::string& of) {
@@ -79,7 +68,7 @@ void BlockBuilder::transpose(const std::string& name, const std::string& of) {
   }
   Shape s = v->shape;
   std::swap(s[s.size() - 1], s[s.size() - 2]);
-  graph_.views.push_back({name, {BlockView::Kind::transpose, of, {}, 0}});
+  graph_.views.push_back({name, {BlockView::Kind::transpose, of, {}}});
   graph_.values[name] = {v->dtype, s};
 }
 
@@ -140,11 +129,6 @@ size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 Result<Tensor> apply_view(const BlockView& v, const Tensor& t) {
   switch (v.kind) {
     case BlockView::Kind::reshape: return t.reshape(v.shape);
-    case BlockView::Kind::select: {
-      auto s = t.slice(0, v.index, 1);
-      if (!s) return s;
-      return s->reshape(Shape(t.shape.begin() + 1, t.shape.end()));
-    }
     case BlockView::Kind::transpose: return t.transpose(t.ndim() - 2, t.ndim() - 1);
   }
   return Status::error("unknown view kind");

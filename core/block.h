@@ -1,5 +1,5 @@
 // A block is a graph of registered ops (docs/blocks.md): nodes (an op at a problem, input and
-// output values by name), weights by their state_dict names, views (reshape, select, transpose)
+// output values by name), weights by their state_dict names, views (reshape, transpose)
 // that cost no copy. One description per block, built from its problem, serves every backend:
 // the backend's default implementation runs each node, on one device, with every intermediate
 // value and node workspace planned once into the block's workspace (allocated before timing).
@@ -30,11 +30,10 @@ struct BlockTensor {
 };
 
 struct BlockView {
-  enum class Kind { reshape, select, transpose };
+  enum class Kind { reshape, transpose };
   Kind kind = Kind::reshape;
   std::string of;   // the viewed value
   Shape shape;      // reshape: the new shape (of must be contiguous)
-  int64_t index = 0;  // select: of[index] along dim 0
 };
 
 struct BlockNode {
@@ -72,7 +71,6 @@ class BlockBuilder {
   void input(const std::string& name, const Shape& shape) { input(name, shape, block_.dtype, BlockInit::normal); }
   void weight(const std::string& name, const Shape& shape, BlockInit init, int64_t fan_in = 1);
   void reshape(const std::string& name, const std::string& of, const Shape& shape);
-  void select(const std::string& name, const std::string& of, int64_t index);
   void transpose(const std::string& name, const std::string& of);  // last two dims swapped
   // `problem` is "shape[:params]" of `op` at the block's dtype. An output named "" is kept in
   // the workspace under "<node>.<output name>" (sdpa's lse when nothing reads it).
