@@ -7,14 +7,11 @@
 // T = B M tokens: a 3-D x and dy are read as rows of one matrix (their batch stride must be M
 // row strides, which every layout the signature admits keeps).
 // dw's A, dy^T, has its unit stride along M, which only the mma.sync kernel reads (its k_outer
-// tiles, ldmatrix.trans); the wgmma kernel wants A K-major. DNNB_CUDA_LINEAR_BWD_VARIANT picks:
-//   direct     dw on whichever kernel launch_gemm picks for dy^T as it lies (mma.sync on Hopper),
-//   transpose  dy^T first copied into the workspace as an [N, T] row-major matrix (the layout
-//              ops' tiled transpose, kernels/cuda/copy_common.cuh), so dw runs on wgmma.
-// f32 problems run on the FMA kernel with any strides; they always take `direct`.
-#include <cstdlib>
-#include <cstring>
-
+// tiles, ldmatrix.trans); the wgmma kernel wants A K-major. So for f16/bf16, when the product
+// with a row-major dy^T is one the wgmma kernel takes (Hopper, M and N >= 64, T a multiple of
+// 8), dy^T is first copied into the workspace as an [N, T] row-major matrix (the layout ops'
+// tiled transpose, kernels/cuda/copy_common.cuh); otherwise dw reads dy^T in place. f32 problems
+// run on the FMA kernel with any strides and take no copy.
 #include "kernels/cuda/copy_common.cuh"
 #include "kernels/cuda/gemm.cuh"
 
@@ -87,18 +84,8 @@ int64_t db_slice_count(int64_t rows, int64_t n, DType dtype) {
   return std::max<int64_t>(1, std::min(want, ceil_div(rows, 256)));
 }
 
-enum class DwPath { direct, transpose };
-
-// DNNB_CUDA_LINEAR_BWD_VARIANT=direct|transpose (default transpose), read once.
-DwPath dw_path_setting() {
-  static const DwPath path = [] {
-    const char* v = std::getenv("DNNB_CUDA_LINEAR_BWD_VARIANT");
-    return v != nullptr && std::strcmp(v, "direct") == 0 ? DwPath::direct : DwPath::transpose;
-  }();
-  return path;
-}
-
-bool uses_transpose(const Problem& p) { return p.dtype != DType::f32 && dw_path_setting() == DwPath::transpose; }
+// 16-bit problems copy dy^T (where wgmma takes the copied product); f32 reads it in place.
+bool uses_transpose(const Problem& p) { return p.dtype != DType::f32; }
 
 // Workspace: dy^T (transpose path, 16-bit dtypes) at byte 0, then the db slices' f32 sums.
 struct Workspace {
