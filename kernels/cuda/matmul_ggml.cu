@@ -211,6 +211,17 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
     for (int c = 0; c < 4; ++c) acc[nt][c] = 0.0f;
+  // This lane's B bytes and d_x pair of block 0 (a group's block j is 32 j bytes / 8 j floats on).
+  const int8_t* xq_lane[kNT];
+  const float* xd_lane[kNT];
+  bool tok_on[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const int tok = tok0 + nt * kTokens + g;
+    tok_on[nt] = tok < p.m;
+    xq_lane[nt] = p.xq + static_cast<int64_t>(min(tok, p.m - 1)) * p.nb * 32 + 8 * t;
+    xd_lane[nt] = p.xd + (static_cast<int64_t>(tok0) / kTokens + nt) * p.nb * kTokens + 2 * t;
+  }
 
   int it = 0;
   for (int q = warp; q < groups; q += kWarps, ++it) {
@@ -224,17 +235,13 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     uint2 xb[kGroup][kNT];
     float2 xd[kGroup][kNT];
 #pragma unroll
-    for (int j = 0; j < kGroup; ++j) {
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint2* xq_group = reinterpret_cast<const uint2*>(xq_lane[nt] + b0 * 32);
+      const float2* xd_group = reinterpret_cast<const float2*>(xd_lane[nt] + b0 * kTokens);
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const int tok = tok0 + nt * kTokens + g;
-        xb[j][nt] = j < count && tok < p.m
-                        ? __ldg(reinterpret_cast<const uint2*>(p.xq + (static_cast<int64_t>(tok) * p.nb + b0 + j) * 32) + t)
-                        : make_uint2(0, 0);
-        xd[j][nt] = j < count ? __ldg(reinterpret_cast<const float2*>(
-                                          p.xd + ((static_cast<int64_t>(tok0) / kTokens + nt) * p.nb + b0 + j) * kTokens) +
-                                      t)
-                              : make_float2(0.0f, 0.0f);
+      for (int j = 0; j < kGroup; ++j) {
+        xb[j][nt] = j < count && tok_on[nt] ? __ldg(xq_group + 4 * j) : make_uint2(0, 0);
+        xd[j][nt] = j < count ? __ldg(xd_group + 4 * j) : make_float2(0.0f, 0.0f);
       }
     }
     gemm::cp_async_wait<kStages - 1>();
@@ -314,12 +321,13 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   return Status::ok();
 }
 
-// The ring depth: DNNB_CUDA_GGML_VARIANT=s3 or s2 (3 or 2 stages a warp) against the default 4.
+// The ring depth: 3 groups a warp (3 blocks an SM) by default; DNNB_CUDA_GGML_VARIANT=s4 or s2
+// (4 groups, 2 blocks an SM; 2 groups, 4 blocks an SM) for one A/B on the H100.
 int ggml_stages() {
   static const int stages = [] {
     const char* v = std::getenv("DNNB_CUDA_GGML_VARIANT");
     const std::string name = v == nullptr ? "" : v;
-    return name == "s3" ? 3 : name == "s2" ? 2 : 4;
+    return name == "s4" ? 4 : name == "s2" ? 2 : 3;
   }();
   return stages;
 }
@@ -328,8 +336,8 @@ template <bool kQ8, int kNT>
 Status launch_for_stages(const CudaDevice& device, const MatvecArgs& p) {
   switch (ggml_stages()) {
     case 2: return launch_matvec<kQ8, kNT, 2>(device, p);
-    case 3: return launch_matvec<kQ8, kNT, 3>(device, p);
-    default: return launch_matvec<kQ8, kNT, 4>(device, p);
+    case 4: return launch_matvec<kQ8, kNT, 4>(device, p);
+    default: return launch_matvec<kQ8, kNT, 3>(device, p);
   }
 }
 
