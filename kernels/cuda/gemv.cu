@@ -31,7 +31,6 @@
 // rounded up to a power of two (BT) for the template, vectors past B skipped. Rows that are not
 // 16-byte vectors (padded, odd offsets, transposed) are read element by element.
 #include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
@@ -54,7 +53,7 @@ struct GemvArgs {
   bool w_vec;  // w_k == 1 and every row 16-byte aligned
   bool x_vec;  // x_k == 1 and every vector 16-byte aligned
   bool out_f32;
-  uint32_t zero;  // 0, unknown to the compiler: the variants' load fence (gemv_mma_kernel)
+  uint32_t zero;  // 0, unknown to the compiler: the load fence of gemv_mma_kernel
 };
 
 template <typename T, int kBT>
@@ -166,21 +165,15 @@ inline constexpr int kMmaWarps = 8;
 inline constexpr int kMmaThreads = kMmaWarps * 32;
 inline constexpr int kMmaRows = 16;   // rows of w per block: the mma's M
 inline constexpr int kStepK = 32;     // columns of one warp step: 4 lanes x 8 elements
-inline constexpr int kMmaUnroll = 4;  // steps per iteration, all loads issued before the mmas
+inline constexpr int kMmaUnroll = 8;  // adjacent steps a warp takes per round, loads all issued first
 
-// 16 bytes read once (w): through the non-coherent path without allocating in L1; kPrefetch
-// asks L2 to fetch the whole 256-byte sector group of a miss from DRAM (.L2::256B).
-template <bool kPrefetch = false>
+// 16 bytes read once (w): through the non-coherent path without allocating in L1, L2 fetching
+// the whole 256 bytes around a miss from DRAM (.L2::256B).
 __device__ __forceinline__ uint4 load_stream16(const void* ptr) {
   uint4 v;
-  if constexpr (kPrefetch)  // volatile: kept ahead of the (volatile) mmas, all in flight at once
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(ptr));
-  else
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(ptr));
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(ptr));
   return v;
 }
 
@@ -209,13 +202,9 @@ __device__ __forceinline__ void mma_step(float (&d)[4], const uint4& w_lo, const
 }
 
 // Block i: rows [16 i, 16 i + 16) of y for every vector. kNT B tiles of 8 vectors (1 or 2).
-// kContig: a warp's U steps of an iteration are adjacent (256 contiguous bytes of each of its
-// rows; warp i takes steps U i .. U i + U - 1 of each round of U x 8) instead of 8 steps apart;
-// kPrefetch: w's loads carry .L2::256B. kU: steps per iteration (kMmaUnroll; 8 doubles the bytes
-// in flight per warp where N leaves 2 blocks per SM).
-template <typename T, int kNT, bool kContig, bool kPrefetch, int kU = kMmaUnroll>
+template <typename T, int kNT>
 __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p) {
-  constexpr int U = kU;
+  constexpr int U = kMmaUnroll;
   __shared__ __align__(16) float part[kMmaWarps][kNT][32][4];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -241,23 +230,21 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
 
   const int steps = (p.k + kStepK - 1) / kStepK;
   const int whole = p.w_vec && p.x_vec ? p.k / kStepK : 0;  // steps of unconditional 16-byte loads
-  // Steps of a round (U x 8 steps): warp i's u-th is s + u * kStride from s = its first. The
-  // default takes a round a warp can finish; kContig only rounds every warp can (so the rest
-  // starts at a round's step i for warp i).
-  constexpr int kStride = kContig ? 1 : kMmaWarps;
-  int s = kContig ? warp * U : warp;
-  for (; kContig ? s - warp * U + U * kMmaWarps <= whole : s + (U - 1) * kMmaWarps < whole; s += U * kMmaWarps) {
+  // Rounds of U x 8 steps, each whole inside `whole`: warp i takes steps s .. s + U - 1, s = U i
+  // into the round (the rest then starts at a round's step i for warp i).
+  int s = warp * U;
+  for (; s - warp * U + U * kMmaWarps <= whole; s += U * kMmaWarps) {
     uint4 a_lo[U], a_hi[U], b[U][kNT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int k = (s + u * kStride) * kStepK + t * 8;
-      a_lo[u] = load_stream16<kPrefetch>(w_lo + k);
-      a_hi[u] = load_stream16<kPrefetch>(w_hi + k);
+      const int k = (s + u) * kStepK + t * 8;
+      a_lo[u] = load_stream16(w_lo + k);
+      a_hi[u] = load_stream16(w_hi + k);
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
         b[u][nt] = x_on[nt] ? __ldg(reinterpret_cast<const uint4*>(xr[nt] + k)) : make_uint4(0, 0, 0, 0);
     }
-    if constexpr (kContig) {
+    {
       // ptxas otherwise interleaves the loads with the mmas, so a warp stalls at its first mma
       // with only the loads before it in flight: the first mma takes a (zero) word of every
       // load, so all of them are issued before any mma waits.
@@ -272,7 +259,7 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
       for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[nt], a_lo[u], a_hi[u], b[u][nt]);
   }
   // The rest (fewer than U steps per warp, or strided/partial rows), step by step.
-  for (s += kContig ? warp - warp * U : 0; s < steps; s += kMmaWarps) {
+  for (s += warp - warp * U; s < steps; s += kMmaWarps) {
     const int k = s * kStepK + t * 8;
     const uint4 a_lo = load8<T, true>(w_lo, p.w_k, p.w_vec, k, p.k);
     const uint4 a_hi = load8<T, true>(w_hi, p.w_k, p.w_vec, k, p.k);
@@ -305,26 +292,11 @@ __global__ void __launch_bounds__(kMmaThreads) gemv_mma_kernel(const GemvArgs p)
   }
 }
 
-// The w stream: by default 8 adjacent steps a warp, loads with .L2::256B, fenced ahead of the
-// mmas; DNNB_CUDA_GEMV_VARIANT=l2 takes 4 such steps, old the earlier form (4 steps 8 apart,
-// no hint, no fence), for one A/B on the H100.
-int gemv_variant() {
-  static const int variant = [] {
-    const char* v = std::getenv("DNNB_CUDA_GEMV_VARIANT");
-    const std::string name = v == nullptr ? "" : v;
-    return name == "l2" ? 1 : name == "old" ? 2 : 0;
-  }();
-  return variant;
-}
-
 template <typename T, int kNT>
 Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   if (p.n == 0) return Status::ok();  // no rows: nothing to launch (an empty grid is an error)
   const int64_t blocks = ceil_div(static_cast<int64_t>(p.n), static_cast<int64_t>(kMmaRows));
-  const auto kernel = gemv_variant() == 1   ? &gemv_mma_kernel<T, kNT, true, true>
-                      : gemv_variant() == 2 ? &gemv_mma_kernel<T, kNT, false, false>
-                                            : &gemv_mma_kernel<T, kNT, true, true, 8>;
-  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
+  gemv_mma_kernel<T, kNT><<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p);
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }
