@@ -6,22 +6,18 @@
 // The slopes avoid the cancellations of torch's written forms where |x| is large:
 //  - silu'(x) = s (1 + x (1 - s)) and gelu_tanh'(x) = s (1 + x (1 - s) (2k + 6kc x^2)) with
 //    s = sigmoid(z) (z = x, or 2u = 2k (x + c x^3)) and 1 - s from one exponential e = e^-|z|:
-//    s = 1/(1+e) for z >= 0 and e/(1+e) for z < 0, 1 - s the other (SigmoidPair);
+//    s = 1/(1+e) for z >= 0 and e/(1+e) for z < 0, 1 - s the other (sigmoid_pair);
 //  - gelu'(x) = Phi(x) + x phi(x) with Phi = erfc(-x/sqrt2)/2 (erfcf keeps relative accuracy on
 //    the negative tail) and phi's e^{-x^2/2} from x^2 split exactly by an FMA.
 // f32 outputs take expf and a correctly rounded division; f16/bf16 outputs, which are
 // instruction-bound at the copy rate (cuda_common.cuh, exp_shifted_16bit), take ex2.approx and
 // __fdividef (both within 2^-21 relative, far below half a 16-bit ulp).
 //
-// gelu (approximate=none) for f16/bf16 has two forms, chosen by DNNB_CUDA_GELU_BWD_VARIANT for
-// timing: `erfc` (erfcf and an ex2, as f32 but fast exp) and `shared` (the default), one
-// exponential for both terms: with a = |x|, t = 1/(1 + 0.3 a) and h(t) the polynomial fitted to
-// Phi(-a) e^{a^2/2} on [0, 14.5] (relative error 2.1e-6; the OpenCL gelu's bf16 fit, gelu.cl),
-// Phi(-a) = e h and phi = e / sqrt(2 pi) with e = e^{-a^2/2}, so
+// gelu (approximate=none) for f16/bf16 outputs takes one exponential for both terms: with
+// a = |x|, t = 1/(1 + 0.3 a) and h(t) the polynomial fitted to Phi(-a) e^{a^2/2} on [0, 14.5]
+// (relative error 2.1e-6; the OpenCL gelu's bf16 fit, gelu.cl), Phi(-a) = e h and
+// phi = e / sqrt(2 pi) with e = e^{-a^2/2}, so
 //   x < 0: gelu' = e (h - a / sqrt(2 pi));  x >= 0: gelu' = 1 - e h + a e / sqrt(2 pi).
-#include <cstdlib>
-#include <string>
-
 #include "kernels/cuda/elementwise.cuh"
 #include "suites/ops/act_bwd_common.h"
 
@@ -71,20 +67,19 @@ struct GeluTanhBwdOp {
   }
 };
 
-// gelu' with erfcf (f32: expf, and x^2 split so e^{-x^2/2} does not inherit x^2/2 times its
-// rounding; 16-bit: ex2.approx of the rounded x^2, 6e-8 x^2/2 relative).
-template <bool kFast>
+// gelu' for f32 outputs, with erfcf and expf, x^2 split so that e^{-x^2/2} does not inherit
+// x^2/2 times its rounding.
 struct GeluErfcBwdOp {
   __device__ float operator()(float x, float dy) const {
     const float cdf = 0.5f * erfcf(-x * 0.70710678118654752f);
     const float x2 = x * x;
-    float e = exp_of<kFast>(-0.5f * x2);
-    if constexpr (!kFast) e = fmaf(-0.5f * fmaf(x, x, -x2), e, e);  // e^{-lo/2} ~ 1 - lo/2
+    float e = expf(-0.5f * x2);
+    e = fmaf(-0.5f * fmaf(x, x, -x2), e, e);  // e^{-lo/2} ~ 1 - lo/2
     return dy * fmaf(x * kInvSqrt2Pi, e, cdf);
   }
 };
 
-// gelu' for 16-bit outputs from one exponential (the `shared` form of the file comment). a is
+// gelu' for 16-bit outputs from one exponential (see the file comment). a is
 // clamped to 14.5, where e^{-a^2/2} (1e-46) is 0 after ftz: gelu'(x) is then 0 or 1 exactly
 // (every bf16 result of x < -13.1 rounds to 0). NaN x: fminf drops it, so it is put back.
 struct GeluSharedBwdOp {
@@ -103,15 +98,6 @@ struct GeluSharedBwdOp {
   }
 };
 
-// DNNB_CUDA_GELU_BWD_VARIANT=erfc|shared: the f16/bf16 form of gelu' (approximate=none), read once.
-bool gelu_shared_form() {
-  static const bool shared = [] {
-    const char* v = std::getenv("DNNB_CUDA_GELU_BWD_VARIANT");
-    return !(v && std::string(v) == "erfc");
-  }();
-  return shared;
-}
-
 Status run_gelu_bwd(OpCall& call) {
   auto tanh_form = ops::gelu_bwd_tanh(call.problem);
   if (!tanh_form) return tanh_form.status();
@@ -119,9 +105,8 @@ Status run_gelu_bwd(OpCall& call) {
   if (*tanh_form)
     return f32 ? run_elementwise<2>(call, {"x", "dy"}, GeluTanhBwdOp<false>{})
                : run_elementwise<2>(call, {"x", "dy"}, GeluTanhBwdOp<true>{});
-  if (f32) return run_elementwise<2>(call, {"x", "dy"}, GeluErfcBwdOp<false>{});
-  if (gelu_shared_form()) return run_elementwise<2>(call, {"x", "dy"}, GeluSharedBwdOp{});
-  return run_elementwise<2>(call, {"x", "dy"}, GeluErfcBwdOp<true>{});
+  if (f32) return run_elementwise<2>(call, {"x", "dy"}, GeluErfcBwdOp{});
+  return run_elementwise<2>(call, {"x", "dy"}, GeluSharedBwdOp{});
 }
 
 Status run_silu_bwd(OpCall& call) {
