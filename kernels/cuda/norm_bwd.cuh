@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdA
     Vec16<T> xraw[kRaw], dyraw[kRaw];
     if constexpr (kRegs > 0) {
 #pragma unroll
-      for (int j = 0; j < kRegs; ++j) {  // chunks past the row read 0 (no access)
+      for (int j = 0; j < kRegs; ++j) {  // a chunk past the row is neither read nor used
         const int64_t c = (static_cast<int64_t>(j) * kNormBwdThreads + threadIdx.x) * V;
         // Every view is vectorisable and cols a multiple of V (the host's condition).
         if (c < cols) {
