@@ -1,18 +1,15 @@
 // CUDA dequantize_blocks: x in a block format -> y (f32, f16, bf16), each value decoded exactly
 // (quantize_blocks.cuh's decode_value / decode_piece) and rounded once to y's dtype by cast.cuh's
 // encoders (docs/ops-family4.md, "dequantize_blocks").
-// Kernels (quantize_blocks.cuh's blocks_variant picks the first or second for aligned views):
+// Kernels:
 //  - dequantize_warp_kernel, x and y 16-byte aligned: each warp takes its own tiles of TW blocks
 //    (32 to f32, 64 to 16-bit outputs) in a grid-stride loop over the resident warps, no
 //    block-wide barrier. The tile's input (TW x 34, 18, 33 or 17 bytes: whole 16-byte pieces, so
 //    every tile starts aligned although the blocks do not) is loaded with 16-byte loads, all of
 //    them before any lands in the warp's shared memory; then each lane decodes G values (4 to f32,
 //    8 to 16-bit) of a block from aligned words of the copy (MX elements from a table of element
-//    values the block fills once) and writes them with one 16-byte streaming store, neighbouring
-//    lanes neighbouring pieces of y, P = 8 pieces a lane a tile.
-//  - dequantize_tiles_kernel (DNNB_CUDA_QBLOCKS_VARIANT=tiles, the earlier form): blocks of 256
-//    threads take tiles of 64 or 128 blocks between two __syncthreads, each value decoded from
-//    the shared copy byte by byte.
+//    values the block fills once; bf16 rounded by bf16x2_rn) and writes them with one 16-byte
+//    streaming store, neighbouring lanes neighbouring pieces of y, P = 8 pieces a lane a tile.
 //  - dequantize_blocks_kernel otherwise (padded rows of x, unaligned views): a warp per block,
 //    lane j writing value j.
 #include <algorithm>
@@ -33,55 +30,13 @@ using cast_detail::kF16;
 using cast_detail::kF32;
 
 constexpr int kThreads = 256;
-constexpr int kPieces = 2;  // 16-byte pieces of y a thread stores per tile
 
 template <int D>
 using TargetT = typename cast_detail::Storage<D>::type;
 
-template <int D, int F>
-struct Tiles {
-  static constexpr int G = 16 / static_cast<int>(sizeof(TargetT<D>));
-  static constexpr int L = 32 / G;
-  static constexpr int TB = kThreads * kPieces / L;
-  static constexpr int kTileBytes = TB * kBlockBytes<F>;
-  static_assert(kTileBytes % 16 == 0, "a tile's input must be whole 16-byte pieces");
-};
-
 template <int D>
 __device__ __forceinline__ TargetT<D> target_code(float v) {
   return static_cast<TargetT<D>>(cast_detail::from_f32<D>(as_bits(v)));
-}
-
-template <int F, int D>
-__global__ void __launch_bounds__(kThreads)
-    dequantize_tiles_kernel(const uint8_t* __restrict__ x, TargetT<D>* __restrict__ y, int64_t n_blocks) {
-  using T = Tiles<D, F>;
-  constexpr int G = T::G, L = T::L, TB = T::TB;
-  __shared__ __align__(16) uint8_t tile_in[T::kTileBytes];
-  const int64_t n_tiles = (n_blocks + TB - 1) / TB;
-  for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
-    const int64_t first = tile * TB;
-    const int nb = static_cast<int>(n_blocks - first < TB ? n_blocks - first : TB);
-    const int bytes = nb * kBlockBytes<F>;
-    const uint8_t* in = x + first * kBlockBytes<F>;
-    for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
-      reinterpret_cast<uint4*>(tile_in)[i] = __ldcs(reinterpret_cast<const uint4*>(in) + i);
-    for (int i = bytes / 16 * 16 + threadIdx.x; i < bytes; i += kThreads) tile_in[i] = in[i];
-    __syncthreads();
-#pragma unroll
-    for (int u = 0; u < kPieces; ++u) {
-      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
-      if (blk < nb) {
-        TargetT<D> codes[G];
-#pragma unroll
-        for (int i = 0; i < G; ++i) codes[i] = target_code<D>(decode_value<F>(tile_in + blk * kBlockBytes<F>, k * G + i));
-        uint4 bits;
-        memcpy(&bits, codes, 16);
-        __stcs(reinterpret_cast<uint4*>(y + (first + blk) * 32 + k * G), bits);
-      }
-    }
-    __syncthreads();
-  }
 }
 
 // A warp's tile: P 16-byte pieces of y a lane, TW = 32 P / L blocks, whose input (TW x 34, 18,
@@ -204,17 +159,8 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   if (n_blocks == 0) return Status::ok();
   const auto* xp = data_ptr<const uint8_t>(x);
   auto* yp = data_ptr<TargetT<D>>(y);
-  if (x.is_contiguous() && aligned16(xp) && aligned16(yp) && blocks_variant() != kTilesVariant) {
-    if (blocks_variant() == kWarp4) return launch_warp<F, D, 4, false>(device, xp, yp, n_blocks);
-    if constexpr (D == kBF16)
-      if (blocks_variant() == kWarp8Cvt) return launch_warp<F, D, 8, true>(device, xp, yp, n_blocks);
-    return launch_warp<F, D, 8, false>(device, xp, yp, n_blocks);
-  }
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
-    auto resident = resident_blocks(reinterpret_cast<const void*>(&dequantize_tiles_kernel<F, D>), kThreads, device);
-    if (!resident) return resident.status();
-    const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<D, F>::TB), 1, *resident);
-    dequantize_tiles_kernel<F, D><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
+    return launch_warp<F, D, 8, D == kBF16>(device, xp, yp, n_blocks);
   } else {
     auto ri = row_index(x);
     if (!ri) return ri.status();

@@ -13,7 +13,7 @@
 //    an iteration, in a grid-stride loop over the blocks resident at once. The n % 16 elements
 //    past the last whole step: block 0, one a thread.
 //  - dequantize, dequantize_wide_kernel: a warp step is 512 elements. Each lane loads 16 bytes of
-//    x (one 512-byte load a warp), kSteps warp steps loaded before any is converted; each step
+//    x (one 512-byte load a warp), kWideSteps warp steps loaded before any is converted; each step
 //    goes through 512 bytes of the warp's shared memory (one 16-byte store a lane), from which
 //    lane l reads the 4 bytes 128 j + 4 l for its store j (0..3): four float4 stores a lane,
 //    each of them 512 contiguous bytes a warp (whole lines; four float4 a lane 64 bytes apart
@@ -28,7 +28,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -41,14 +40,14 @@
 namespace dnnb::cuda_kernels::qlinear_detail {
 
 inline constexpr int kThreads = 256;
+inline constexpr int kQuantizeStep = 16;  // elements a thread step of qlinear_flat_kernel
+inline constexpr int kWideSteps = 4;  // warp steps of x a warp loads before converting any
 
 template <bool kQuantize, bool kSigned>
 struct Traits {
   using Int = std::conditional_t<kSigned, int8_t, uint8_t>;
   using Src = std::conditional_t<kQuantize, float, Int>;
   using Dst = std::conditional_t<kQuantize, Int, float>;
-  static constexpr int kG = kQuantize ? 16 : 4;                        // elements a step
-  static constexpr int kSteps = kQuantize ? 1 : 16;                    // steps loaded before any store
   static constexpr int kQmin = kSigned ? -128 : 0, kQmax = kSigned ? 127 : 255;
 };
 
@@ -87,7 +86,7 @@ __device__ __forceinline__ float dequantize_one(uint32_t byte, const Channel& ch
 struct Layout {
   int64_t inner = 1, channels = 1;
   bool per_channel = false;
-  bool step_in_one_channel = true;  // inner % G == 0
+  bool step_in_one_channel = true;  // inner % kQuantizeStep == 0 (quantize_linear's flat kernel)
   bool narrow = true;               // every index fits 32 bits: multiply-shift divisions
   layout::FastDivmod inner_div, channels_div;  // by inner and channels, when narrow
   __device__ __forceinline__ int64_t channel_of(int64_t i) const {
@@ -102,74 +101,41 @@ struct Layout {
   }
 };
 
-template <bool kQuantize, bool kSigned>
+template <bool kSigned>
 __global__ void __launch_bounds__(kThreads)
-    qlinear_flat_kernel(const void* __restrict__ x, void* __restrict__ y, int64_t n, const float* __restrict__ scale,
+    qlinear_flat_kernel(const float* __restrict__ x, uint8_t* __restrict__ y, int64_t n, const float* __restrict__ scale,
                         const int* __restrict__ zero_point, Layout layout) {
-  using T = Traits<kQuantize, kSigned>;
-  constexpr int kLoadWords = kQuantize ? 16 : 1;  // 32-bit words of x a step
-  const int64_t steps = n / T::kG;
-  constexpr int64_t kPerIteration = int64_t{kThreads} * T::kSteps;
-  const Channel tensor_ch = channel_params<kQuantize, kSigned>(scale, zero_point, 0);
-  const auto* in = static_cast<const uint32_t*>(x);
-  auto* out = static_cast<uint4*>(y);
-  for (int64_t first = blockIdx.x * kPerIteration + threadIdx.x; first < steps; first += gridDim.x * kPerIteration) {
-    uint32_t words[T::kSteps][kLoadWords];  // every step's loads before any store
+  const int64_t steps = n / kQuantizeStep;
+  const Channel tensor_ch = channel_params<true, kSigned>(scale, zero_point, 0);
+  for (int64_t s = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; s < steps;
+       s += static_cast<int64_t>(gridDim.x) * kThreads) {
+    uint32_t words[kQuantizeStep];  // the step's four loads before any conversion
 #pragma unroll
-    for (int u = 0; u < T::kSteps; ++u) {
-      const int64_t s = first + int64_t{u} * kThreads;
-      if (s < steps) {
-        if constexpr (kQuantize) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4*>(in) + s * 4 + q);
-            words[u][4 * q] = v.x, words[u][4 * q + 1] = v.y, words[u][4 * q + 2] = v.z, words[u][4 * q + 3] = v.w;
-          }
-        } else {
-          words[u][0] = __ldg(in + s);
-        }
-      }
+    for (int q = 0; q < 4; ++q) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(x) + s * 4 + q);
+      words[4 * q] = v.x, words[4 * q + 1] = v.y, words[4 * q + 2] = v.z, words[4 * q + 3] = v.w;
     }
+    Channel ch = tensor_ch;
+    if (layout.per_channel && layout.step_in_one_channel)
+      ch = channel_params<true, kSigned>(scale, zero_point, layout.channel_of(s * kQuantizeStep));
+    uint32_t rw[4];  // the step's 16 bytes of y (fully unrolled: registers)
 #pragma unroll
-    for (int u = 0; u < T::kSteps; ++u) {
-      const int64_t s = first + int64_t{u} * kThreads;
-      if (s >= steps) continue;
-      Channel ch = tensor_ch;
-      if (layout.per_channel && layout.step_in_one_channel)
-        ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG));
-      uint32_t rw[4];  // the step's 16 bytes of y (fully unrolled: registers)
-      if constexpr (kQuantize) {
+    for (int w = 0; w < 4; ++w) {
+      uint32_t packed = 0;
 #pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          uint32_t packed = 0;
-#pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            const int e = 4 * w + b;
-            if (layout.per_channel && !layout.step_in_one_channel)
-              ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + e));
-            packed |= quantize_one(__uint_as_float(words[u][e]), ch) << (8 * b);
-          }
-          rw[w] = packed;
-        }
-      } else {
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          if (layout.per_channel && !layout.step_in_one_channel)
-            ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(s * T::kG + b));
-          rw[b] = __float_as_uint(dequantize_one<kSigned>((words[u][0] >> (8 * b)) & 0xFFu, ch));
-        }
+      for (int b = 0; b < 4; ++b) {
+        const int e = 4 * w + b;
+        if (layout.per_channel && !layout.step_in_one_channel)
+          ch = channel_params<true, kSigned>(scale, zero_point, layout.channel_of(s * kQuantizeStep + e));
+        packed |= quantize_one(__uint_as_float(words[e]), ch) << (8 * b);
       }
-      out[s] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
+      rw[w] = packed;
     }
+    reinterpret_cast<uint4*>(y)[s] = make_uint4(rw[0], rw[1], rw[2], rw[3]);
   }
-  if (blockIdx.x == 0)  // the n % G elements after the last whole step
-    for (int64_t i = steps * T::kG + threadIdx.x; i < n; i += kThreads) {
-      const Channel ch = channel_params<kQuantize, kSigned>(scale, zero_point, layout.channel_of(i));
-      if constexpr (kQuantize)
-        static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(quantize_one(static_cast<const float*>(x)[i], ch));
-      else
-        static_cast<float*>(y)[i] = dequantize_one<kSigned>(static_cast<const uint8_t*>(x)[i], ch);
-    }
+  if (blockIdx.x == 0)  // the n % 16 elements after the last whole step
+    for (int64_t i = steps * kQuantizeStep + threadIdx.x; i < n; i += kThreads)
+      y[i] = static_cast<uint8_t>(quantize_one(x[i], channel_params<true, kSigned>(scale, zero_point, layout.channel_of(i))));
 }
 
 // Channel modes of the dequantize kernel: per tensor, one channel a store (inner % 4 == 0), one
@@ -247,18 +213,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
-// Which dequantize kernel takes contiguous aligned views: DNNB_CUDA_QLINEAR_VARIANT=wide (the
-// default: 4 warp steps of x loaded at once), wide8 (8 at once) or step4 (qlinear_flat_kernel:
-// 4-byte loads of x, 16 steps at once).
-inline int dequantize_variant() {
-  static const int variant = [] {
-    const char* v = std::getenv("DNNB_CUDA_QLINEAR_VARIANT");
-    const std::string name = v == nullptr ? "" : v;
-    return name == "wide8" ? 8 : name == "step4" ? 0 : 4;
-  }();
-  return variant;
-}
-
 // dequantize_wide_kernel<kSigned, kMode, kSteps> on every block resident at once (none without
 // an iteration of work).
 template <bool kSigned, int kMode, int kSteps>
@@ -291,7 +245,7 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const 
   layout.per_channel = d.per_channel();
   layout.inner = d.inner;
   layout.channels = d.channels;
-  layout.step_in_one_channel = d.inner % T::kG == 0;
+  layout.step_in_one_channel = d.inner % kQuantizeStep == 0;  // quantize's; the wide kernel tests inner % 4
   layout.narrow = n <= int64_t{UINT32_MAX};
   if (layout.narrow) {
     layout.inner_div = layout::FastDivmod::of(static_cast<uint32_t>(d.inner));
@@ -301,24 +255,20 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y, const 
   auto* yp = data_ptr<typename T::Dst>(y);
   const float* sp = data_ptr<const float>(scale);
   const int* zp = data_ptr<const int>(zero_point);
-  if constexpr (!kQuantize) {
-    const int variant = dequantize_variant();
-    if (variant != 0 && x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
-      const auto* xb = reinterpret_cast<const uint8_t*>(xp);
-      if (variant == 8) return launch_wide<kSigned, 8>(device, xb, yp, n, sp, zp, layout);
-      return launch_wide<kSigned, 4>(device, xb, yp, n, sp, zp, layout);
-    }
-  }
   if (x.is_contiguous() && aligned16(xp) && aligned16(yp)) {
-    const void* kernel = reinterpret_cast<const void*>(&qlinear_flat_kernel<kQuantize, kSigned>);
-    auto resident = resident_blocks(kernel, kThreads, device);
-    if (!resident) return resident.status();
-    // Every block resident at once (no second wave), none without an iteration of work.
-    const int64_t blocks = std::clamp<int64_t>(ceil_div(n / T::kG, int64_t{kThreads} * T::kSteps), 1, *resident);
-    qlinear_flat_kernel<kQuantize, kSigned>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n, sp, zp, layout);
-    DNNB_CUDA_CHECK_LAUNCH();
-    return Status::ok();
+    if constexpr (kQuantize) {
+      const auto kernel = &qlinear_flat_kernel<kSigned>;
+      auto resident = resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, device);
+      if (!resident) return resident.status();
+      // Every block resident at once (no second wave), none without a step.
+      const int64_t blocks = std::clamp<int64_t>(ceil_div(n / kQuantizeStep, int64_t{kThreads}), 1, *resident);
+      kernel<<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, reinterpret_cast<uint8_t*>(yp), n, sp, zp,
+                                                                              layout);
+      DNNB_CUDA_CHECK_LAUNCH();
+      return Status::ok();
+    } else {
+      return launch_wide<kSigned, kWideSteps>(device, reinterpret_cast<const uint8_t*>(xp), yp, n, sp, zp, layout);
+    }
   }
   auto xv = make_row_view<const typename T::Src>(x);
   if (!xv) return xv.status();

@@ -1,17 +1,15 @@
 // CUDA quantize_blocks: x (f32, f16, bf16) -> y in a block format, bit for bit as core/dtype.cpp's
 // quantize_row (docs/ops-family4.md, "quantize_blocks"; the codecs: quantize_blocks.cuh).
-// Kernels (quantize_blocks.cuh's blocks_variant picks the first or second for contiguous views):
+// Kernels:
 //  - quantize_warp_kernel, contiguous 16-byte aligned x and y: each warp takes its own tiles of
 //    TW blocks (32 from f32, 64 from 16-bit sources) in a grid-stride loop over the resident
 //    warps, no block-wide barrier. A lane loads N = 8 16-byte pieces of x (8 values of a block a
 //    piece, 4 lanes a block) before encoding any; the group's codes go to the warp's shared-memory
-//    copy of the tile's output (encode_piece), which the warp then writes as contiguous 16-byte
-//    streaming stores. A tile's output (TW x 34, 18, 33 or 17 bytes) is a whole number of 16-byte
-//    pieces, so every tile starts 16-byte aligned although the blocks do not (34-byte q8_0
-//    blocks). Bytes past the last whole piece of the last tile: one a lane.
-//  - quantize_tiles_kernel (DNNB_CUDA_QBLOCKS_VARIANT=tiles, the earlier form): blocks of 256
-//    threads take tiles of 64 (f32) or 128 (16-bit) blocks, two 16-byte pieces a thread, the
-//    tile's output written by the whole block between two __syncthreads.
+//    copy of the tile's output (encode_piece; E2M1 from 16-bit sources by e2m1x2_f16), which the
+//    warp then writes as contiguous 16-byte streaming stores. A tile's output (TW x 34, 18, 33 or
+//    17 bytes) is a whole number of 16-byte pieces, so every tile starts 16-byte aligned although
+//    the blocks do not (34-byte q8_0 blocks). Bytes past the last whole piece of the last tile:
+//    one a lane.
 //  - quantize_rows_kernel, any other layout of x (transposed, padded): a warp per block, lane j
 //    reading value j through the view's strides and writing its code(s) straight to y.
 #include <algorithm>
@@ -32,7 +30,6 @@ using cast_detail::kF16;
 using cast_detail::kF32;
 
 constexpr int kThreads = 256;
-constexpr int kPieces = 2;  // 16-byte pieces of x a thread loads per tile
 
 template <int S>
 using SourceT = typename cast_detail::Storage<S>::type;  // uint32_t / uint16_t storage words
@@ -40,54 +37,6 @@ using SourceT = typename cast_detail::Storage<S>::type;  // uint32_t / uint16_t 
 template <int S>
 __device__ __forceinline__ float source_value(uint32_t code) {
   return as_float(cast_detail::to_f32<S>(code));
-}
-
-template <int S, int F>
-struct Tiles {
-  static constexpr int G = 16 / static_cast<int>(sizeof(SourceT<S>));  // values a lane
-  static constexpr int L = 32 / G;                                      // lanes a block
-  static constexpr int TB = kThreads * kPieces / L;                     // blocks a tile
-  static constexpr int kTileBytes = TB * kBlockBytes<F>;
-  static_assert(kTileBytes % 16 == 0, "a tile's output must be whole 16-byte pieces");
-};
-
-template <int S, int F>
-__global__ void __launch_bounds__(kThreads)
-    quantize_tiles_kernel(const SourceT<S>* __restrict__ x, uint8_t* __restrict__ y, int64_t n_blocks) {
-  using T = Tiles<S, F>;
-  constexpr int G = T::G, L = T::L, TB = T::TB;
-  __shared__ __align__(16) uint8_t tile_out[T::kTileBytes];
-  const int64_t n_tiles = (n_blocks + TB - 1) / TB;
-  for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
-    const int64_t first = tile * TB;
-    const int nb = static_cast<int>(n_blocks - first < TB ? n_blocks - first : TB);
-    uint4 raw[kPieces];
-#pragma unroll
-    for (int u = 0; u < kPieces; ++u) {
-      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
-      raw[u] = blk < nb ? __ldcs(reinterpret_cast<const uint4*>(x + (first + blk) * 32 + k * G)) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < kPieces; ++u) {
-      const int s = u * kThreads + static_cast<int>(threadIdx.x), blk = s / L, k = s % L;
-      SourceT<S> codes[G];
-      memcpy(codes, &raw[u], 16);
-      float v[G];
-#pragma unroll
-      for (int i = 0; i < G; ++i) v[i] = source_value<S>(codes[i]);
-      const BlockHead h = block_head<L, G>(v, k * G);
-      // Lanes of blocks past the end compute on zeros (the shuffles need every lane) and write
-      // into the tile copy's unused part, which is never stored.
-      encode_lane<F, L, G>(v, h, k, tile_out + blk * kBlockBytes<F>);
-    }
-    __syncthreads();
-    const int bytes = nb * kBlockBytes<F>;
-    uint8_t* out = y + first * kBlockBytes<F>;
-    for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
-      __stcs(reinterpret_cast<uint4*>(out) + i, reinterpret_cast<const uint4*>(tile_out)[i]);
-    for (int i = bytes / 16 * 16 + threadIdx.x; i < bytes; i += kThreads) out[i] = tile_out[i];
-    __syncthreads();
-  }
 }
 
 // A warp's tile: a lane holds 8 values of a block (G = 8, L = 4 lanes a block: one 16-byte load
@@ -195,20 +144,8 @@ Status launch(const CudaDevice& device, const Tensor& x, const Tensor& y) {
   if (n_blocks == 0) return Status::ok();
   const SourceT<S>* xp = data_ptr<const SourceT<S>>(x);
   auto* yp = data_ptr<uint8_t>(y);
-  if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp) && blocks_variant() != kTilesVariant) {
-    if (blocks_variant() == kWarp4) return launch_warp<S, F, 4, false>(device, xp, yp, n_blocks);
-    if constexpr (S != kF32 && F == kMxE2M1)
-      if (blocks_variant() == kWarp8Cvt) return launch_warp<S, F, 8, true>(device, xp, yp, n_blocks);
-    return launch_warp<S, F, 8, false>(device, xp, yp, n_blocks);
-  }
-  if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp)) {
-    auto resident = resident_blocks(reinterpret_cast<const void*>(&quantize_tiles_kernel<S, F>), kThreads, device);
-    if (!resident) return resident.status();
-    const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, Tiles<S, F>::TB), 1, *resident);
-    quantize_tiles_kernel<S, F><<<static_cast<unsigned>(blocks), kThreads, 0, device.stream()>>>(xp, yp, n_blocks);
-    DNNB_CUDA_CHECK_LAUNCH();
-    return Status::ok();
-  }
+  if (x.is_contiguous() && y.is_contiguous() && aligned16(xp) && aligned16(yp))
+    return launch_warp<S, F, 8, S != kF32 && F == kMxE2M1>(device, xp, yp, n_blocks);
   auto xv = make_row_view<const SourceT<S>>(x);
   if (!xv) return xv.status();
   const int64_t blocks = std::clamp<int64_t>(ceil_div(n_blocks, kThreads / 32), 1, int64_t{device.sm_count()} * 8);

@@ -8,8 +8,6 @@
 // decoders are cast.cuh's (cast_detail).
 #pragma once
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/cast.cuh"
 
@@ -17,22 +15,6 @@ namespace dnnb::cuda_kernels::blocks {
 
 using cast_detail::as_bits;
 using cast_detail::as_float;
-
-// Which kernel takes contiguous 16-byte aligned views, in quantize_blocks.cu and
-// dequantize_blocks.cu: DNNB_CUDA_QBLOCKS_VARIANT=warp8 (the default: warp tiles, 8 16-byte
-// loads (quantize) or stores (dequantize) a lane), warp4 (4 a lane), warp8cvt (warp8 with
-// dequantize's bf16 output rounded by cvt.rn.bf16x2.f32 and E2M1 from 16-bit sources encoded
-// in f16x2: e2m1x2_f16) or tiles (tiles of a whole block of
-// threads, two __syncthreads a tile).
-enum BlocksVariant : int { kTilesVariant = 0, kWarp4 = 4, kWarp8 = 8, kWarp8Cvt = 9 };
-inline int blocks_variant() {
-  static const int variant = [] {
-    const char* v = std::getenv("DNNB_CUDA_QBLOCKS_VARIANT");
-    const std::string name = v == nullptr ? "" : v;
-    return name == "warp4" ? kWarp4 : name == "tiles" ? kTilesVariant : name == "warp8cvt" ? kWarp8Cvt : kWarp8;
-  }();
-  return variant;
-}
 
 // Block formats as template arguments.
 enum Format : int { kQ8_0, kQ4_0, kMxE4M3, kMxE2M1, kMxE5M2 };
