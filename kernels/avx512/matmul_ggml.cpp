@@ -46,11 +46,18 @@ constexpr int64_t kChunk = 16;   // blocks per reduction step
 // Lane L of the reduced vector holds block kLaneBlock[L] of its 16 (see step 3).
 constexpr int kLaneBlock[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
 
+// Bytes from one row of x's quants, or of the unpacked rows of w, to the next: nbp x 32 and a
+// line more. With K a multiple of 4096 (nbp x 32 = K) the rows would sit a multiple of 4 KiB
+// apart, so a chunk of every x row and every unpacked row would fall in the same L1 sets (4 KiB
+// per way): the 8 rows of x and 4 of w at M = 8 and K = 4096 fill the 12 ways and evict each
+// other.
+inline int64_t row_stride(int64_t nbp) { return nbp * 32 + 64; }
+
 // x quantised: per row, nbp (blocks padded to kChunk) blocks of 32 quants, and per block d (f32)
 // and bias x sum(q) in lane order.
 struct QuantX {
   int64_t nbp = 0;
-  std::vector<int8_t> q;      // rows x nbp x 32
+  std::vector<int8_t> q;      // rows x row_stride(nbp) bytes
   std::vector<float> d;       // rows x nbp, lane order
   std::vector<int32_t> corr;  // rows x nbp, lane order
 };
@@ -111,7 +118,7 @@ DNNB_AVX512 void quantize_x_row(const Tensor& x, int64_t i, int64_t K, int32_t b
   } else {
     for (int64_t k = 0; k < K; ++k) row[k] = Fmt::to_float(src[k * cs]);
   }
-  int8_t* q = out.q.data() + i * out.nbp * 32;
+  int8_t* q = out.q.data() + i * row_stride(out.nbp);
   for (int64_t b = 0; b < K / 32; ++b) {
     int32_t sum_q = 0;
     const uint16_t dh = quantize_block(row + b * 32, q + b * 32, sum_q);
@@ -122,7 +129,7 @@ DNNB_AVX512 void quantize_x_row(const Tensor& x, int64_t i, int64_t K, int32_t b
 
 // kRows rows of w unpacked: unsigned codes in element order, d in lane order; padded with zeros.
 struct UnpackedW {
-  std::vector<uint8_t> u;  // kRows x nbp x 32
+  std::vector<uint8_t> u;  // kRows x row_stride(nbp) bytes
   std::vector<float> d;    // kRows x nbp
 };
 
@@ -195,7 +202,7 @@ DNNB_AVX512_INLINE __m512i reduce_blocks(const __m512i (&v)[8]) {
 // y[i, j0 + r] for r < rows: x row i against the unpacked rows (zeros past `rows`).
 DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, int rows, float* y) {
   const int64_t nbp = xq.nbp;
-  const int8_t* xrow = xq.q.data() + i * nbp * 32;
+  const int8_t* xrow = xq.q.data() + i * row_stride(nbp);
   const float* xd = xq.d.data() + i * nbp;
   const int32_t* xc = xq.corr.data() + i * nbp;
   __m512 acc[kRows];
@@ -206,7 +213,7 @@ DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, 
     const __m512i corr = _mm512_loadu_si512(xc + c);
     const __m512 dx = _mm512_loadu_ps(xd + c);
     for (int r = 0; r < kRows; ++r) {  // rows past `rows` are zeros: a fixed count keeps acc in registers
-      const uint8_t* u = w.u.data() + (r * nbp + c) * 32;
+      const uint8_t* u = w.u.data() + r * row_stride(nbp) + c * 32;
       __m512i dot[8];
       for (int p = 0; p < 8; ++p)
         dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(u + p * 64), xv[p]);
@@ -287,7 +294,7 @@ Status run_matmul_ggml(OpCall& call) {
   const int32_t bias = d->w == DType::q8_0 ? 128 : 8;
   QuantX xq;
   xq.nbp = (nb + kChunk - 1) / kChunk * kChunk;
-  xq.q.assign(static_cast<size_t>(M * xq.nbp * 32), 0);
+  xq.q.assign(static_cast<size_t>(M * row_stride(xq.nbp)), 0);
   xq.d.assign(static_cast<size_t>(M * xq.nbp), 0.0f);
   xq.corr.assign(static_cast<size_t>(M * xq.nbp), 0);
   Status fmt = with_format(x.dtype, [&](auto f) {
@@ -318,10 +325,10 @@ Status run_matmul_ggml(OpCall& call) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, N - j0));
     // One buffer per thread, reused by its tasks (kRows x K bytes: it stays in L1/L2).
     thread_local UnpackedW u;
-    u.u.resize(static_cast<size_t>(kRows * xq.nbp * 32));
+    u.u.resize(static_cast<size_t>(kRows * row_stride(xq.nbp)));
     u.d.resize(static_cast<size_t>(kRows * xq.nbp));
     for (int r = 0; r < kRows; ++r) {
-      uint8_t* ur = u.u.data() + r * xq.nbp * 32;
+      uint8_t* ur = u.u.data() + r * row_stride(xq.nbp);
       float* dr = u.d.data() + r * xq.nbp;
       if (r < rows) {
         unpack_w_row(w.dtype, wp + (j0 + r) * row_bytes, nb, xq.nbp, ur, dr);
