@@ -183,26 +183,31 @@ __device__ __forceinline__ uint32_t group_min(uint32_t m) {
 // Two scaled MX values (|v| < 8, finite; from a 16-bit source, so exact in f16 from 2^-14 up) to
 // E2M1, lo in bits 0-3 and hi in 4-7, by f16x2 arithmetic: cvt.rn.f16x2.f32 (exact for them;
 // below 2^-14 it may round, and such values encode as +-0 either way), c = min(|h|, 6) (6 and
-// everything above 5 encode as 7), then c rounded to the E2M1 grid by the add of a magic number
-// whose f16 ulp is the grid's step (512: 0.5 below 2; 1024: 1 in [2, 4); 2048: 2 from 4), which
-// rounds to nearest even as the encoder does; the code is the sum's low bits less the magic's
-// (plus 2 or 4 past the first two binades). About 7 instructions a value for encode_e2m1's 13;
-// equal to it for every bf16 and f16 value under every scale (checked on the host). Not for f32
-// sources: their rounding to f16 could move a value onto a boundary.
+// everything above 5 encode as 7), then c rounded to the E2M1 grid by one add of a magic number
+// whose f16 ulp is the grid's step in c's binade (512: 0.5 below 2; 1024: 1 in [2, 4); 2048: 2
+// from 4; from c's exponent field, at least 1.0's, moved up by 9 binades), which rounds to
+// nearest even as the encoder does; the code is the sum's low bits, plus 2 for each binade past
+// [1, 2). About 6 instructions a value for encode_e2m1's 13; equal to it for every bf16 and f16
+// value under every E8M0 scale (this function compiled for the host from cuda_fp16.h). Not for
+// f32 sources: their rounding to f16 could move a value onto a boundary.
 __device__ __forceinline__ uint32_t e2m1x2_f16(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   const __half2 c = __hmin2(__habs2(h), __float2half2_rn(6.0f));
-  const __half2 b1 = __hadd2(c, __float2half2_rn(512.0f)), b2 = __hadd2(c, __float2half2_rn(1024.0f)),
-                b3 = __hadd2(c, __float2half2_rn(2048.0f));
-  const uint32_t m2 = __hge2_mask(c, __float2half2_rn(2.0f)), m4 = __hge2_mask(c, __float2half2_rn(4.0f));
-  uint32_t u1, u2, u3, hb;
-  memcpy(&u1, &b1, 4);
-  memcpy(&u2, &b2, 4);
-  memcpy(&u3, &b3, 4);
+  uint32_t cb, hb, eb, mb, rb;
+  memcpy(&cb, &c, 4);
   memcpy(&hb, &h, 4);
-  const uint32_t b = (u1 & ~m2) | (u2 & m2 & ~m4) | (u3 & m4);  // m4 implies m2
-  const uint32_t k = (0x60006000u & ~m2) | (0x63FE63FEu & m2 & ~m4) | (0x67FC67FCu & m4);
-  const uint32_t both = (b - k) | ((hb >> 12) & 0x00080008u);  // lo code bits 0-3, hi 16-19; signs
+  eb = cb & 0x7C007C00u;  // c's binade as an f16 power of two
+  __half2 e;
+  memcpy(&e, &eb, 4);
+  e = __hmax2(e, __float2half2_rn(1.0f));
+  memcpy(&eb, &e, 4);
+  mb = eb + 0x24002400u;  // 2^9 times it: 512, 1024 or 2048
+  __half2 m;
+  memcpy(&m, &mb, 4);
+  const __half2 r = __hadd2(c, m);
+  memcpy(&rb, &r, 4);
+  const uint32_t code = rb - mb + ((eb - 0x3C003C00u) >> 9);  // each half: no borrow, no carry
+  const uint32_t both = code | ((hb >> 12) & 0x00080008u);     // lo code bits 0-3, hi 16-19; signs
   return (both | (both >> 12)) & 0xFFu;
 }
 
