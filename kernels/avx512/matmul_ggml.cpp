@@ -26,8 +26,6 @@
 // needing its stream busy all the time) held the kernel near 40% of copy.
 #include <array>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 #include "devices/cpu/cpu_features.h"
 #include "kernels/avx512/avx512_common.h"
@@ -38,8 +36,6 @@ namespace {
 
 // DNNB_AVX512's instruction sets and VNNI (VPDPBUSD), for the one function that uses it.
 #define DNNB_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx512vnni")))
-#define DNNB_AVX512_VNNI_LAMBDA \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx512vnni"), always_inline))
 
 constexpr int kRows = 4;         // rows of w per task
 constexpr int64_t kChunk = 16;   // blocks per reduction step
@@ -225,11 +221,11 @@ DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, 
   for (int r = 0; r < rows; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// y[0, j] for one row j of w against x's row 0, read from w's bytes (M = 1; see the top).
-// Prefetches `ahead` bytes ahead of the read (0: none), into L2 as NextRow does. The last
-// partial chunk of 16 blocks goes through unpack_w_row, which pads it with zeros.
+// *y = x's row 0 times one row of w, read from w's bytes (M = 1; see the top). Prefetches
+// `ahead` bytes ahead of the read (0: none), into L2 as NextRow does. The last partial chunk of
+// 16 blocks goes through unpack_w_row, which pads it with zeros.
 template <bool kQ8>
-DNNB_AVX512_VNNI float dot_row_direct(const QuantX& xq, const uint8_t* row, int64_t nb, int64_t ahead) {
+DNNB_AVX512_VNNI void dot_row_direct(const QuantX& xq, const uint8_t* row, int64_t nb, int64_t ahead, float* y) {
   constexpr int64_t kBytes = kQ8 ? 34 : 18;
   const __m512i lanes = _mm512_setr_epi32(kLaneBlock[0], kLaneBlock[1], kLaneBlock[2], kLaneBlock[3], kLaneBlock[4],
                                           kLaneBlock[5], kLaneBlock[6], kLaneBlock[7], kLaneBlock[8], kLaneBlock[9],
@@ -237,45 +233,33 @@ DNNB_AVX512_VNNI float dot_row_direct(const QuantX& xq, const uint8_t* row, int6
                                           kLaneBlock[14], kLaneBlock[15]);
   const int8_t* xrow = xq.q.data();
   __m512 acc = _mm512_setzero_ps();
-  auto step = [&](int64_t c, const __m512i (&u)[8], __m512 dw) DNNB_AVX512_VNNI_LAMBDA {
-    __m512i dot[8];
-    for (int p = 0; p < 8; ++p)
-      dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], _mm512_loadu_si512(xrow + (c + 2 * p) * 32));
-    const __m512i sumi = _mm512_sub_epi32(reduce_blocks(dot), _mm512_loadu_si512(xq.corr.data() + c));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_loadu_ps(xq.d.data() + c)), acc);
-  };
   const int64_t full = nb / kChunk * kChunk;
-  for (int64_t c = 0; c < full; c += kChunk) {
+  for (int64_t c = 0; c < nb; c += kChunk) {
+    __m512i xv[8];
+    for (int p = 0; p < 8; ++p) xv[p] = _mm512_loadu_si512(xrow + (c + 2 * p) * 32);
+    const __m512i corr = _mm512_loadu_si512(xq.corr.data() + c);
+    const __m512 dx = _mm512_loadu_ps(xq.d.data() + c);
     const uint8_t* blocks = row + c * kBytes;
-    if (ahead > 0)
-      for (int64_t off = 0; off < kChunk * kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), _MM_HINT_T1);
     __m512i u[8];
     __m512 dw;
-    load_w_chunk<kQ8>(blocks, u, dw, lanes);
-    step(c, u, dw);
+    if (c < full) {
+      if (ahead > 0)
+        for (int64_t off = 0; off < kChunk * kBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), _MM_HINT_T1);
+      load_w_chunk<kQ8>(blocks, u, dw, lanes);
+    } else {
+      alignas(64) uint8_t tail[kChunk * 32];
+      alignas(64) float tail_d[kChunk];
+      unpack_w_row(kQ8 ? DType::q8_0 : DType::q4_0, blocks, nb - full, kChunk, tail, tail_d);
+      for (int p = 0; p < 8; ++p) u[p] = _mm512_load_si512(tail + p * 64);
+      dw = _mm512_load_ps(tail_d);
+    }
+    __m512i dot[8];
+    for (int p = 0; p < 8; ++p) dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], xv[p]);
+    const __m512i sumi = _mm512_sub_epi32(reduce_blocks(dot), corr);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, dx), acc);
   }
-  if (full < nb) {
-    alignas(64) uint8_t tail[kChunk * 32];
-    alignas(64) float tail_d[kChunk];
-    unpack_w_row(kQ8 ? DType::q8_0 : DType::q4_0, row + full * kBytes, nb - full, kChunk, tail, tail_d);
-    __m512i u[8];
-    for (int p = 0; p < 8; ++p) u[p] = _mm512_load_si512(tail + p * 64);
-    step(full, u, _mm512_load_ps(tail_d));
-  }
-  return _mm512_reduce_add_ps(acc);
-}
-
-// DNNB_AVX512_MATMUL_GGML_VARIANT: direct (default): M = 1 reads w's rows directly with a
-// 1 KiB prefetch; direct4k: the same 4 KiB ahead; unpack: every M unpacks rows first.
-enum class Variant { direct, direct4k, unpack };
-Variant variant_from_env() {
-  const char* env = std::getenv("DNNB_AVX512_MATMUL_GGML_VARIANT");
-  const std::string v = env == nullptr ? "" : env;
-  if (v == "unpack") return Variant::unpack;
-  if (v == "direct4k") return Variant::direct4k;
-  if (!v.empty() && v != "direct")
-    std::fprintf(stderr, "dnnblocks: DNNB_AVX512_MATMUL_GGML_VARIANT=%s is not direct, direct4k or unpack; using direct\n", v.c_str());
-  return Variant::direct;
+  *y = _mm512_reduce_add_ps(acc);
 }
 
 Status run_matmul_ggml(OpCall& call) {
@@ -309,14 +293,15 @@ Status run_matmul_ggml(OpCall& call) {
 
   const size_t row_bytes = storage_bytes(w.dtype, w.strides[0]);
   const int64_t ys = y.strides[0];
-  static const Variant variant = variant_from_env();
-  if (M == 1 && variant != Variant::unpack) {
-    const int64_t ahead = prefetch_level == 0 ? 0 : variant == Variant::direct4k ? 4096 : 1024;
+  if (M == 1) {
+    // 1 KiB ahead: the hardware streamer restarts at every 4 KiB page (as the reductions',
+    // kDefaultPrefetchAhead16bit); DNNB_AVX512_PREFETCH=0 turns it off.
+    const int64_t ahead = prefetch_level == 0 ? 0 : 1024;
+    const bool q8 = d->w == DType::q8_0;
+    const auto rb = static_cast<int64_t>(row_bytes);
     parallel_tasks((N + kRows - 1) / kRows, N * K / 4, [&](int64_t task) {
-      const int64_t j0 = task * kRows, j1 = std::min<int64_t>(N, j0 + kRows);
-      for (int64_t j = j0; j < j1; ++j)
-        yp[j] = d->w == DType::q8_0 ? dot_row_direct<true>(xq, wp + j * row_bytes, nb, ahead)
-                                    : dot_row_direct<false>(xq, wp + j * row_bytes, nb, ahead);
+      for (int64_t j = task * kRows; j < std::min<int64_t>(N, (task + 1) * kRows); ++j)
+        q8 ? dot_row_direct<true>(xq, wp + j * rb, nb, ahead, yp + j) : dot_row_direct<false>(xq, wp + j * rb, nb, ahead, yp + j);
     });
     return Status::ok();
   }
