@@ -38,9 +38,6 @@
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
-#include <type_traits>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
@@ -54,6 +51,7 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 16;   // rows of w per block: the mma's M
 constexpr int kTokens = 8;  // tokens per B tile: the mma's N
 constexpr int kGroup = 8;   // blocks of K per warp step
+constexpr int kRing = 3;    // groups in a warp's ring: kRing - 1 in flight while one is used
 
 // A warp's stage: kGroup blocks of 16 rows, each row in a slot of whole 16-byte chunks.
 template <bool kQ8>
@@ -157,10 +155,7 @@ __device__ __forceinline__ void mma_block(int (&s)[4], const uint32_t (&a)[4], u
 // float(s) for |s| < 2^22, exactly: s in the significand of 1.5 x 2^23, then the bias taken off.
 __device__ __forceinline__ float exact_float(int s) { return __int_as_float(0x4b400000 + s) - 12582912.0f; }
 
-// kMode (DNNB_CUDA_GGML_VARIANT=lean, for the A/B): 0 as described; 1 whole groups (all but a
-// warp's last when K / 32 is not a multiple of 8) without the per-block tests of a partial one;
-// 2 as 1 for M = 1, whose sums for token 1 (c1, c3) are never formed.
-template <bool kQ8, int kNT, int kStages, int kMode = 0>
+template <bool kQ8, int kNT, int kStages>
 __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   using S = Stage<kQ8>;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -233,65 +228,56 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     if (ahead < groups) issue(ahead, (it + kStages - 1) % kStages);
     gemm::cp_async_commit();
     const int b0 = q * kGroup, count = min(kGroup, p.nb - b0);
-    const unsigned char* stage = ring + (it % kStages) * S::kBytes;
     // B fragments and d_x of the group (L1/L2: x is small), loaded while w's stage lands. The
     // blocks past K of a last, partial group (j >= count) are computed too, without branches,
     // with zero B, d_x and d_w: they add exact zeros.
-    auto run_group = [&](auto whole) {
-      constexpr bool kWhole = decltype(whole)::value;
-      uint2 xb[kGroup][kNT];
-      float2 xd[kGroup][kNT];
+    uint2 xb[kGroup][kNT];
+    float2 xd[kGroup][kNT];
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const uint2* xq_group = reinterpret_cast<const uint2*>(xq_lane[nt] + b0 * 32);
-        const float2* xd_group = reinterpret_cast<const float2*>(xd_lane[nt] + b0 * kTokens);
-#pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          xb[j][nt] = (kWhole || j < count) && tok_on[nt] ? __ldg(xq_group + 4 * j) : make_uint2(0, 0);
-          xd[j][nt] = kWhole || j < count ? __ldg(xd_group + 4 * j) : make_float2(0.0f, 0.0f);
-        }
-      }
-      gemm::cp_async_wait<kStages - 1>();
-      __syncwarp();  // every lane's chunks of this stage have landed
+    for (int nt = 0; nt < kNT; ++nt) {
+      const uint2* xq_group = reinterpret_cast<const uint2*>(xq_lane[nt] + b0 * 32);
+      const float2* xd_group = reinterpret_cast<const float2*>(xd_lane[nt] + b0 * kTokens);
 #pragma unroll
       for (int j = 0; j < kGroup; ++j) {
-        const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
-        // Past K the staged bytes are stale: any f16 there, an Inf or NaN too, becomes 0.
-        const float dw_lo = kWhole || j < count ? __half2float(*reinterpret_cast<const __half*>(stage + lo)) : 0.0f;
-        const float dw_hi = kWhole || j < count ? __half2float(*reinterpret_cast<const __half*>(stage + hi)) : 0.0f;
-        const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
-        const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
-        uint32_t a[4];
-        if constexpr (kQ8) {
-          a[0] = staged_u32(stage, w_lo, sh_lo);
-          a[1] = staged_u32(stage, w_hi, sh_hi);
-          a[2] = staged_u32(stage, w_lo + 16, sh_lo);  // quants 16 + 4t .. 16 + 4t + 3
-          a[3] = staged_u32(stage, w_hi + 16, sh_hi);
-        } else {
-          const uint32_t c_lo = staged_u32(stage, w_lo, sh_lo), c_hi = staged_u32(stage, w_hi, sh_hi);
-          a[0] = q4_signed(c_lo & 0x0f0f0f0fu);
-          a[1] = q4_signed(c_hi & 0x0f0f0f0fu);
-          a[2] = q4_signed((c_lo >> 4) & 0x0f0f0f0fu);
-          a[3] = q4_signed((c_hi >> 4) & 0x0f0f0f0fu);
-        }
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          int s[4];
-          mma_block(s, a, xb[j][nt].x, xb[j][nt].y);
-          // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8.
-          acc[nt][0] = fmaf(exact_float(s[0]), dw_lo * xd[j][nt].x, acc[nt][0]);
-          acc[nt][2] = fmaf(exact_float(s[2]), dw_hi * xd[j][nt].x, acc[nt][2]);
-          if constexpr (kMode != 2) {
-            acc[nt][1] = fmaf(exact_float(s[1]), dw_lo * xd[j][nt].y, acc[nt][1]);
-            acc[nt][3] = fmaf(exact_float(s[3]), dw_hi * xd[j][nt].y, acc[nt][3]);
-          }
-        }
+        xb[j][nt] = j < count && tok_on[nt] ? __ldg(xq_group + 4 * j) : make_uint2(0, 0);
+        xd[j][nt] = j < count ? __ldg(xd_group + 4 * j) : make_float2(0.0f, 0.0f);
       }
-    };
-    if (kMode != 0 && count == kGroup)
-      run_group(std::true_type{});
-    else
-      run_group(std::false_type{});
+    }
+    gemm::cp_async_wait<kStages - 1>();
+    __syncwarp();  // every lane's chunks of this stage have landed
+    const unsigned char* stage = ring + (it % kStages) * S::kBytes;
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
+      // Past K the staged bytes are stale: any f16 there, an Inf or NaN too, becomes 0.
+      const float dw_lo = j < count ? __half2float(*reinterpret_cast<const __half*>(stage + lo)) : 0.0f;
+      const float dw_hi = j < count ? __half2float(*reinterpret_cast<const __half*>(stage + hi)) : 0.0f;
+      const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
+      const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
+      uint32_t a[4];
+      if constexpr (kQ8) {
+        a[0] = staged_u32(stage, w_lo, sh_lo);
+        a[1] = staged_u32(stage, w_hi, sh_hi);
+        a[2] = staged_u32(stage, w_lo + 16, sh_lo);  // quants 16 + 4t .. 16 + 4t + 3
+        a[3] = staged_u32(stage, w_hi + 16, sh_hi);
+      } else {
+        const uint32_t c_lo = staged_u32(stage, w_lo, sh_lo), c_hi = staged_u32(stage, w_hi, sh_hi);
+        a[0] = q4_signed(c_lo & 0x0f0f0f0fu);
+        a[1] = q4_signed(c_hi & 0x0f0f0f0fu);
+        a[2] = q4_signed((c_lo >> 4) & 0x0f0f0f0fu);
+        a[3] = q4_signed((c_hi >> 4) & 0x0f0f0f0fu);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        int s[4];
+        mma_block(s, a, xb[j][nt].x, xb[j][nt].y);
+        // c0, c1: row g, tokens 2t, 2t + 1; c2, c3: row g + 8.
+        acc[nt][0] = fmaf(exact_float(s[0]), dw_lo * xd[j][nt].x, acc[nt][0]);
+        acc[nt][1] = fmaf(exact_float(s[1]), dw_lo * xd[j][nt].y, acc[nt][1]);
+        acc[nt][2] = fmaf(exact_float(s[2]), dw_hi * xd[j][nt].x, acc[nt][2]);
+        acc[nt][3] = fmaf(exact_float(s[3]), dw_hi * xd[j][nt].y, acc[nt][3]);
+      }
+    }
     __syncwarp();  // the slot is refilled next step
   }
 
@@ -314,9 +300,9 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   }
 }
 
-template <bool kQ8, int kNT, int kStages, int kMode = 0>
+template <bool kQ8, int kNT, int kStages>
 Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
-  const auto kernel = &ggml_matvec<kQ8, kNT, kStages, kMode>;
+  const auto kernel = &ggml_matvec<kQ8, kNT, kStages>;
   constexpr int kSmem = kWarps * kStages * Stage<kQ8>::kBytes;
   static_assert(kSmem >= kWarps * kNT * 32 * 16, "the reduction reuses the ring");
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -332,31 +318,6 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   config.numAttrs = 1;
   DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p));
   return Status::ok();
-}
-
-// The ring depth: 3 groups a warp (3 blocks an SM) by default; DNNB_CUDA_GGML_VARIANT=s4 or s2
-// (4 groups, 2 blocks an SM; 2 groups, 4 blocks an SM) or lean (3 groups, kMode 1 or 2) for one
-// A/B on the H100. 5 means lean.
-int ggml_stages() {
-  static const int stages = [] {
-    const char* v = std::getenv("DNNB_CUDA_GGML_VARIANT");
-    const std::string name = v == nullptr ? "" : v;
-    return name == "s4" ? 4 : name == "s2" ? 2 : name == "lean" ? 5 : 3;
-  }();
-  return stages;
-}
-
-template <bool kQ8, int kNT>
-Status launch_for_stages(const CudaDevice& device, const MatvecArgs& p) {
-  switch (ggml_stages()) {
-    case 2: return launch_matvec<kQ8, kNT, 2>(device, p);
-    case 4: return launch_matvec<kQ8, kNT, 4>(device, p);
-    case 5:
-      if constexpr (kNT == 1)
-        if (p.m == 1) return launch_matvec<kQ8, 1, 3, 2>(device, p);
-      return launch_matvec<kQ8, kNT, 3, 1>(device, p);
-    default: return launch_matvec<kQ8, kNT, 3>(device, p);
-  }
 }
 
 Status run_matmul_ggml(OpCall& call) {
@@ -413,8 +374,8 @@ Status run_matmul_ggml(OpCall& call) {
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
   const bool q8 = d->w == DType::q8_0;
-  Status launched = nt == 1 ? (q8 ? launch_for_stages<true, 1>(**device, p) : launch_for_stages<false, 1>(**device, p))
-                            : (q8 ? launch_for_stages<true, 2>(**device, p) : launch_for_stages<false, 2>(**device, p));
+  Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
+                            : (q8 ? launch_matvec<true, 2, kRing>(**device, p) : launch_matvec<false, 2, kRing>(**device, p));
   if (!launched.is_ok()) return launched;
   return scratch->release();
 }
