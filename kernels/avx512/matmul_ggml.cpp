@@ -26,8 +26,6 @@
 // needing its stream busy all the time) held the kernel near 40% of copy.
 #include <array>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 #include "devices/cpu/cpu_features.h"
 #include "kernels/avx512/avx512_common.h"
@@ -226,7 +224,7 @@ DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, 
 // *y = x's row 0 times one row of w, read from w's bytes (M = 1; see the top). Prefetches
 // `ahead` bytes ahead of the read (0: none), into L2 as NextRow does. The last partial chunk of
 // 16 blocks goes through unpack_w_row, which pads it with zeros.
-template <bool kQ8, int kHint>
+template <bool kQ8>
 DNNB_AVX512_VNNI void dot_row_direct(const QuantX& xq, const uint8_t* row, int64_t nb, int64_t ahead, float* y) {
   constexpr int64_t kBytes = kQ8 ? 34 : 18;
   const __m512i lanes = _mm512_setr_epi32(kLaneBlock[0], kLaneBlock[1], kLaneBlock[2], kLaneBlock[3], kLaneBlock[4],
@@ -247,7 +245,7 @@ DNNB_AVX512_VNNI void dot_row_direct(const QuantX& xq, const uint8_t* row, int64
     if (c < full) {
       if (ahead > 0)
         for (int64_t off = 0; off < kChunk * kBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), static_cast<_mm_hint>(kHint));
+          _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), _MM_HINT_T1);
       load_w_chunk<kQ8>(blocks, u, dw, lanes);
     } else {
       alignas(64) uint8_t tail[kChunk * 32];
@@ -301,21 +299,11 @@ Status run_matmul_ggml(OpCall& call) {
     const int64_t ahead = prefetch_level == 0 ? 0 : 1024;
     const bool q8 = d->w == DType::q8_0;
     const auto rb = static_cast<int64_t>(row_bytes);
-    // DNNB_AVX512_GGML_NTA=1 (temporary, for the host A/B): the prefetch as PREFETCHNTA, so w's
-    // lines, read once, leave L1 before x's (x's 18 KB and a 15 KB row of w at K = 14336 pass
-    // through one L1, which two hyperthreads share).
-    static const bool nta = [] {
-      const char* env = std::getenv("DNNB_AVX512_GGML_NTA");
-      return env != nullptr && std::string(env) == "1";
-    }();
     parallel_tasks((N + kRows - 1) / kRows, N * K / 4, [&](int64_t task) {
       for (int64_t j = task * kRows; j < std::min<int64_t>(N, (task + 1) * kRows); ++j) {
         float* yj = yp + j;
         const uint8_t* row = wp + j * rb;
-        if (nta)
-          q8 ? dot_row_direct<true, _MM_HINT_NTA>(xq, row, nb, ahead, yj) : dot_row_direct<false, _MM_HINT_NTA>(xq, row, nb, ahead, yj);
-        else
-          q8 ? dot_row_direct<true, _MM_HINT_T1>(xq, row, nb, ahead, yj) : dot_row_direct<false, _MM_HINT_T1>(xq, row, nb, ahead, yj);
+        q8 ? dot_row_direct<true>(xq, row, nb, ahead, yj) : dot_row_direct<false>(xq, row, nb, ahead, yj);
       }
     });
     return Status::ok();
