@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/deferred_checks.h"
+#include "kernels/opencl/embedding_ids.h"
 #include "kernels/opencl/layout_copy.h"
 #include "suites/ops/layout_desc.h"
 
@@ -53,28 +53,7 @@ Status run_embedding(OpCall& call) {
   DNNB_TRY(args.status());
   DNNB_TRY(launch_elementwise_rows(**device, *kernel, d->tokens, d->dim, "embedding/embedding_rows",
                                    layout_vector_width(table.dtype)));
-  KernelArgs id_args(*bad_id);
-  id_args.add(cl_buffer(ids)).add(cl_long{ids.offset}).add(cl_long{ids.strides[0]}).add(ids_i32).add(*flag);
-  DNNB_TRY(id_args.status());
-  const size_t one = 1;
-  DNNB_TRY(enqueue(**device, *bad_id, 1, &one, &one, "embedding/embedding_bad_id"));
-
-  // Bound the pending reports as the CUDA embedding's ring does (a bench loop never synchronises).
-  constexpr size_t kMaxPending = 1024;
-  if (deferred_check_count(**device) >= kMaxPending) DNNB_TRY(call.device.synchronize());
-  struct Report {
-    cl_int position, pad;
-    cl_long id;
-  };
-  static_assert(sizeof(Report) == 16, "the flag's 16 bytes");
-  auto report = std::make_shared<Report>();
-  DNNB_CL_TRY(clEnqueueReadBuffer(queue, *flag, CL_FALSE, 0, sizeof(Report), report.get(), 0, nullptr, nullptr));
-  defer_until_synchronize(**device, [report, vocab = d->vocab]() -> Status {
-    if (report->position == INT_MAX) return Status::ok();
-    return Status::bad_input("embedding: ids[" + std::to_string(report->position) + "] = " + std::to_string(report->id) +
-                             " is outside the table's " + std::to_string(vocab) + " rows");
-  });
-  return Status::ok();
+  return report_bad_ids(call, **device, *bad_id, ids, *flag, d->vocab, "embedding");
 }
 
 bool register_embedding() { return register_opencl("embedding", float_dtypes(), run_embedding); }

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "core/deferred_checks.h"
+#include "kernels/opencl/embedding_ids.h"
 #include "kernels/opencl/embedding_bwd_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/program_dump.h"
@@ -111,29 +111,7 @@ Status run_embedding_bwd(OpCall& call) {
     DNNB_TRY(args.status());
     DNNB_TRY(launch_elementwise_rows(**device, *rows, vocab, dim, "embedding_bwd/ebwd_rows", 1));
   }
-  {
-    KernelArgs args(*bad_id);
-    args.add(cl_buffer(ids)).add(ids_offset).add(ids_stride).add(ids_i32).add(flag);
-    DNNB_TRY(args.status());
-    const size_t one = 1;
-    DNNB_TRY(enqueue(**device, *bad_id, 1, &one, &one, "embedding_bwd/ebwd_bad_id"));
-  }
-  // Bound the pending reports as the embedding does (a bench loop never synchronises).
-  constexpr size_t kMaxPending = 1024;
-  if (deferred_check_count(**device) >= kMaxPending) DNNB_TRY(call.device.synchronize());
-  struct Report {
-    cl_int position, pad;
-    cl_long id;
-  };
-  static_assert(sizeof(Report) == 16, "the flag's 16 bytes");
-  auto report = std::make_shared<Report>();
-  DNNB_CL_TRY(clEnqueueReadBuffer(queue, flag, CL_FALSE, 0, sizeof(Report), report.get(), 0, nullptr, nullptr));
-  defer_until_synchronize(**device, [report, vocab]() -> Status {
-    if (report->position == INT_MAX) return Status::ok();
-    return Status::bad_input("embedding_bwd: ids[" + std::to_string(report->position) + "] = " +
-                             std::to_string(report->id) + " is outside the table's " + std::to_string(vocab) + " rows");
-  });
-  return Status::ok();
+  return report_bad_ids(call, **device, *bad_id, ids, flag, vocab, "embedding_bwd");
 }
 
 }  // namespace
