@@ -372,6 +372,16 @@ const FixtureEntry* smoke_fixture(const std::vector<const FixtureEntry*>& entrie
 
 }  // namespace
 
+PlanFilter check_plan_filter(const CheckOptions& options) {
+  PlanFilter filter;
+  filter.op_glob = options.op_glob;
+  filter.backends = options.backend;
+  filter.all_variants = options.all_variants || options.tier == CheckTier::full;
+  filter.dtype = options.dtype;
+  if (!options.device.empty()) filter.devices = {options.device};
+  return filter;
+}
+
 Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, FixtureManifest& manifest,
                                             std::vector<SkippedTensor>* skipped_tensors) {
   manifest = FixtureManifest{};
@@ -413,13 +423,7 @@ Result<std::vector<PlannedCase>> plan_check(const CheckOptions& options, Fixture
     return plan;
   }
 
-  PlanFilter filter;
-  filter.op_glob = options.op_glob;
-  filter.backends = options.backend;
-  filter.all_variants = options.all_variants || options.tier == CheckTier::full;
-  filter.dtype = options.dtype;
-  if (!options.device.empty()) filter.devices = {options.device};
-  auto cells = plan_cells(filter);
+  auto cells = plan_cells(check_plan_filter(options));
   if (!cells) return cells.status();
   for (const PlanCell& cell : *cells) {
     const OpSpec& spec = *cell.spec;

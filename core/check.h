@@ -12,6 +12,7 @@
 #include "core/compare.h"
 #include "core/fixtures.h"
 #include "core/gguf_weights.h"
+#include "core/plan.h"
 #include "core/registry.h"
 
 namespace dnnb {
@@ -105,6 +106,9 @@ struct CheckSummary {
   int exit_code() const { return bad_input > 0 ? 2 : failed > 0 ? 1 : 0; }
 };
 
+// The cells check runs: options' ops, backends, dtype and device; alternatives too with
+// --variants all or the full tier.
+PlanFilter check_plan_filter(const CheckOptions& options);
 // bad_input for an unknown op/backend/dtype/device, a malformed case id or manifest.
 // Loads the fixture manifest into `manifest`; planned cases point into it, so it must
 // outlive them.

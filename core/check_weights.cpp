@@ -41,13 +41,7 @@ Result<std::vector<PlannedCase>> plan_weight_check(const CheckOptions& options, 
   auto tensors = select_tensors(**file, options.weights_tensors);
   if (!tensors) return tensors.status();
 
-  PlanFilter filter;
-  filter.op_glob = options.op_glob;
-  filter.backends = options.backend;
-  filter.all_variants = options.all_variants || options.tier == CheckTier::full;
-  filter.dtype = options.dtype;
-  if (!options.device.empty()) filter.devices = {options.device};
-  auto cells = plan_cells(filter);
+  auto cells = plan_cells(check_plan_filter(options));
   if (!cells) return cells.status();
   std::vector<const PlanCell*> weight_cells;
   for (const PlanCell& cell : *cells)
