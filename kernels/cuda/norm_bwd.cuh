@@ -17,7 +17,6 @@
 // No atomics and a fixed launch shape for a given problem and device: bitwise reproducible.
 #pragma once
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -52,31 +51,7 @@ __device__ __forceinline__ int64_t norm_bwd_slot(int64_t j, int k, int64_t c) {
   return c + k;
 }
 
-// x, dy and w of the chunk at column c in f32, columns past the row 0: x and dy from the
-// registers (kRegs > 0: whole vectors, w one 16-byte load), or loaded through the views.
-template <typename T, int kRegs>
-__device__ __forceinline__ void norm_bwd_chunk(float (&xv)[kVec<T>], float (&dyv)[kVec<T>], float (&wv)[kVec<T>],
-                                               const Vec16<T>& xraw, const Vec16<T>& dyraw, const NormBwdArgs<T>& a,
-                                               const T* xrow, const T* dyrow, const T* wrow, int64_t c) {
-  if constexpr (kRegs > 0) {
-    const Vec16<T> wraw = *reinterpret_cast<const Vec16<T>*>(wrow + c);
-#pragma unroll
-    for (int k = 0; k < kVec<T>; ++k) {
-      xv[k] = element_float(xraw, k);
-      dyv[k] = element_float(dyraw, k);
-      wv[k] = element_float(wraw, k);
-    }
-  } else {
-    load_vec<T, int64_t>(xv, a.x, xrow, c, a.cols, 0.f);
-    load_vec<T, int64_t>(dyv, a.dy, dyrow, c, a.cols, 0.f);
-    load_vec<T, int64_t>(wv, a.w, wrow, c, a.cols, 0.f);
-  }
-}
-
-// kRegs > 0: the row takes at most kRegs chunks per thread and pass 1 loads all of x's and dy's
-// as raw 16-byte vectors before using any (every load of the row in flight at once), which pass 2
-// then reuses from registers instead of reading them again.
-template <typename T, bool kCentered, bool kShared, int kRegs>
+template <typename T, bool kCentered, bool kShared>
 __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdArgs<T> a) {
   extern __shared__ float shared_sums[];
   __shared__ float scratch[2][2][32];  // [row parity][sum]: see the reductions below
@@ -84,9 +59,8 @@ __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdA
   constexpr int V = kVec<T>;
   const int64_t cols = a.cols;
   const int64_t span = static_cast<int64_t>(kNormBwdThreads) * V;  // columns per chunk step
-  // A compile-time trip count for the register form, so its arrays are indexed by constants.
-  const int64_t chunks = kRegs > 0 ? kRegs : (cols + span - 1) / span;
-  const int64_t sum_stride = kShared ? (cols + span - 1) / span * span : cols;  // elements per sum
+  const int64_t chunks = (cols + span - 1) / span;
+  const int64_t sum_stride = kShared ? chunks * span : cols;  // elements per sum
   float* sums = kShared ? shared_sums : a.parts + static_cast<int64_t>(blockIdx.x) * kSums * cols;
   for (int64_t j = 0; j < chunks; ++j) {
     const int64_t c = (j * kNormBwdThreads + threadIdx.x) * V;
@@ -106,26 +80,14 @@ __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdA
     T* dxrow = a.dx.row(r);
     const float rstd = a.rstd.row(r)[0];
     const float mean = kCentered ? a.mean.row(r)[0] : 0.f;
-    constexpr int kRaw = kRegs > 0 ? kRegs : 1;
-    Vec16<T> xraw[kRaw], dyraw[kRaw];
-    if constexpr (kRegs > 0) {
-#pragma unroll
-      for (int j = 0; j < kRegs; ++j) {  // a chunk past the row is neither read nor used
-        const int64_t c = (static_cast<int64_t>(j) * kNormBwdThreads + threadIdx.x) * V;
-        // Every view is vectorisable and cols a multiple of V (the host's condition).
-        if (c < cols) {
-          xraw[j] = *reinterpret_cast<const Vec16<T>*>(xrow + c);
-          dyraw[j] = *reinterpret_cast<const Vec16<T>*>(dyrow + c);
-        }
-      }
-    }
     float sum_g = 0.f, sum_gx = 0.f;
-#pragma unroll
     for (int64_t j = 0; j < chunks; ++j) {
       const int64_t c = (j * kNormBwdThreads + threadIdx.x) * V;
       if (c >= cols) break;
       float xv[V], dyv[V], wv[V];
-      norm_bwd_chunk<T, kRegs>(xv, dyv, wv, xraw[kRegs > 0 ? j : 0], dyraw[kRegs > 0 ? j : 0], a, xrow, dyrow, wrow, c);
+      load_vec<T, int64_t>(xv, a.x, xrow, c, cols, 0.f);
+      load_vec<T, int64_t>(dyv, a.dy, dyrow, c, cols, 0.f);  // 0 past the row: adds nothing
+      load_vec<T, int64_t>(wv, a.w, wrow, c, cols, 0.f);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         const float g = dyv[k] * (wv[k] + a.weight_offset);
@@ -139,12 +101,13 @@ __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdA
     const int parity = static_cast<int>((r - r0) & 1);
     const float mean_g = kCentered ? group_reduce(sum_g, SumOp{}, 0.f, kNormBwdThreads, scratch[parity][0]) * inv_cols : 0.f;
     const float mean_gx = group_reduce(sum_gx, SumOp{}, 0.f, kNormBwdThreads, scratch[parity][1]) * inv_cols;
-#pragma unroll
     for (int64_t j = 0; j < chunks; ++j) {
       const int64_t c = (j * kNormBwdThreads + threadIdx.x) * V;
       if (c >= cols) break;
       float xv[V], dyv[V], wv[V], out[V];
-      norm_bwd_chunk<T, kRegs>(xv, dyv, wv, xraw[kRegs > 0 ? j : 0], dyraw[kRegs > 0 ? j : 0], a, xrow, dyrow, wrow, c);
+      load_vec<T, int64_t>(xv, a.x, xrow, c, cols, 0.f);
+      load_vec<T, int64_t>(dyv, a.dy, dyrow, c, cols, 0.f);
+      load_vec<T, int64_t>(wv, a.w, wrow, c, cols, 0.f);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         const float xhat = (xv[k] - mean) * rstd;
@@ -152,20 +115,13 @@ __global__ void __launch_bounds__(kNormBwdThreads) norm_bwd_rows_kernel(NormBwdA
         // g enters only as an FMA's addend: the rounded product of pass 1, so a one-column row
         // gives g - mean(g) = 0 exactly (a contracted dy w - mean(g) would not).
         out[k] = rstd * (fmaf(-xhat, mean_gx, g) - mean_g);
-        if (kRegs > 0 || c + k < cols) {
+        if (c + k < cols) {
           const int64_t slot = norm_bwd_slot<T, kShared>(j, k, c);
           sums[slot] = fmaf(dyv[k], xhat, sums[slot]);
           if constexpr (kCentered) sums[sum_stride + slot] += dyv[k];
         }
       }
-      if constexpr (kRegs > 0) {
-        Vec16<T> p;
-#pragma unroll
-        for (int k = 0; k < V; ++k) p.v[k] = from_float<T>(out[k]);
-        store_vec16(dxrow + c, p, false);
-      } else {
-        store_vec<T, int64_t>(dxrow, a.dx, c, cols, out);
-      }
+      store_vec<T, int64_t>(dxrow, a.dx, c, cols, out);
     }
   }
   if constexpr (kShared) {
@@ -228,9 +184,9 @@ inline Result<int> norm_bwd_blocks_per_sm(const void* kernel, size_t smem, const
 
 // The tiles of the rows kernel (one wave of resident blocks, at most one per row); sets
 // a.rows_per_tile.
-template <typename T, bool kCentered, bool kShared, int kRegs>
+template <typename T, bool kCentered, bool kShared>
 Result<int64_t> norm_bwd_tiles(const CudaDevice& dev, NormBwdArgs<T>& a, size_t smem) {
-  const void* kernel = reinterpret_cast<const void*>(&norm_bwd_rows_kernel<T, kCentered, kShared, kRegs>);
+  const void* kernel = reinterpret_cast<const void*>(&norm_bwd_rows_kernel<T, kCentered, kShared>);
   auto per_sm = norm_bwd_blocks_per_sm(kernel, smem, dev);
   if (!per_sm) return per_sm.status();
   // At most 4 blocks per SM: enough warps to cover each row's two barriers, and each tile's
@@ -239,17 +195,6 @@ Result<int64_t> norm_bwd_tiles(const CudaDevice& dev, NormBwdArgs<T>& a, size_t 
   const int64_t wave = static_cast<int64_t>(std::min(*per_sm, kNormBwdMaxBlocksPerSm)) * dev.sm_count();
   a.rows_per_tile = ceil_div(a.rows, std::min(a.rows, wave));
   return ceil_div(a.rows, a.rows_per_tile);
-}
-
-// DNNB_CUDA_NORM_BWD_VARIANT=regs: the register form of the rows kernel where a row is at most
-// two chunks per thread (4096 16-bit or 2048 f32 columns) of whole 16-byte vectors, read once
-// per process.
-inline bool norm_bwd_regs() {
-  static const bool regs = [] {
-    const char* v = std::getenv("DNNB_CUDA_NORM_BWD_VARIANT");
-    return v != nullptr && std::string(v) == "regs";
-  }();
-  return regs;
 }
 
 // inputs x, w, dy, [mean,] rstd; outputs dx, dw, [db] (docs/ops-family1.md).
@@ -309,28 +254,15 @@ Status run_norm_bwd(OpCall& call) {
     const int64_t span = static_cast<int64_t>(kNormBwdThreads) * kVec<T>;
     const size_t smem = static_cast<size_t>(kSums * round_up(cols, span)) * sizeof(float);
     const bool shared = static_cast<int64_t>(smem) <= kSharedSumBytes;
-    // The register form (norm_bwd_regs) for rows of one or two chunks per thread.
-    // Whole 16-byte vectors only: every view vectorisable and cols a multiple of the vector.
-    const bool whole = a.x.vec && a.dy.vec && a.dx.vec && a.w.vec && cols % kVec<T> == 0;
-    const int regs = norm_bwd_regs() && whole ? static_cast<int>(std::min<int64_t>(ceil_div(cols, span), 3)) : 0;
-    Result<int64_t> tiles = Status::error("unset");
-    if (regs == 1) tiles = norm_bwd_tiles<T, kCentered, true, 1>(dev, a, smem);
-    else if (regs == 2) tiles = norm_bwd_tiles<T, kCentered, true, 2>(dev, a, smem);
-    else if (shared) tiles = norm_bwd_tiles<T, kCentered, true, 0>(dev, a, smem);
-    else tiles = norm_bwd_tiles<T, kCentered, false, 0>(dev, a, 0);
+    auto tiles = shared ? norm_bwd_tiles<T, kCentered, true>(dev, a, smem) : norm_bwd_tiles<T, kCentered, false>(dev, a, 0);
     if (!tiles) return tiles.status();
     auto partial = StreamScratch::allocate(dev, static_cast<size_t>(*tiles * kSums * cols) * sizeof(float));
     if (!partial) return partial.status();
     a.parts = partial->template as<float>();
-    const unsigned row_grid = static_cast<unsigned>(*tiles);
-    if (regs == 1)
-      norm_bwd_rows_kernel<T, kCentered, true, 1><<<row_grid, kNormBwdThreads, smem, dev.stream()>>>(a);
-    else if (regs == 2)
-      norm_bwd_rows_kernel<T, kCentered, true, 2><<<row_grid, kNormBwdThreads, smem, dev.stream()>>>(a);
-    else if (shared)
-      norm_bwd_rows_kernel<T, kCentered, true, 0><<<row_grid, kNormBwdThreads, smem, dev.stream()>>>(a);
+    if (shared)
+      norm_bwd_rows_kernel<T, kCentered, true><<<static_cast<unsigned>(*tiles), kNormBwdThreads, smem, dev.stream()>>>(a);
     else
-      norm_bwd_rows_kernel<T, kCentered, false, 0><<<row_grid, kNormBwdThreads, 0, dev.stream()>>>(a);
+      norm_bwd_rows_kernel<T, kCentered, false><<<static_cast<unsigned>(*tiles), kNormBwdThreads, 0, dev.stream()>>>(a);
     DNNB_CUDA_CHECK_LAUNCH();
     const Tensor& dw = call.outputs[1];
     const Tensor* db = kCentered ? &call.outputs[2] : &call.outputs[1];
