@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/avx512/avx512_common.h"
+#include "suites/ops/layout_desc.h"
 
 namespace dnnb::avx512 {
 namespace {
@@ -68,16 +69,11 @@ DNNB_AVX512 void dw_row(const HostRows& dy, const HostRows& dw, const Buckets& b
 }
 
 Status run_embedding_bwd(OpCall& call) {
-  if (call.inputs.size() != 2 || call.outputs.size() != 1)
-    return Status::bad_input("avx512 embedding_bwd: expects inputs (ids, dy) and output dW");
-  const Problem& p = call.problem;
-  if (p.shape.size() != 3) return Status::bad_input("embedding_bwd: shape " + shape_to_string(p.shape) + " is not TxVxD");
-  const int64_t tokens = p.shape[0], vocab = p.shape[1], dim = p.shape[2];
+  auto d = ops::embedding_bwd_operands(call, "avx512 embedding_bwd");
+  if (!d) return d.status();
+  const int64_t tokens = d->tokens, vocab = d->vocab, dim = d->dim;
   const Tensor& dy = call.inputs[1];
   const Tensor& dw = call.outputs[0];
-  if (dy.shape != Shape{tokens, dim} || dw.shape != Shape{vocab, dim} || dy.dtype != dw.dtype)
-    return Status::bad_input("avx512 embedding_bwd: dy " + dy.describe() + " and dW " + dw.describe() +
-                             " do not match " + p.to_string());
   auto buckets = bucket_ids(call.inputs[0], vocab);
   if (!buckets) return buckets.status();
   auto dy_rows = host_rows(dy);

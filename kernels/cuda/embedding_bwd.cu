@@ -30,6 +30,7 @@
 
 #include "core/deferred_checks.h"
 #include "kernels/cuda/cuda_common.cuh"
+#include "suites/ops/layout_desc.h"
 
 namespace dnnb::cuda_kernels {
 namespace {
@@ -230,22 +231,16 @@ Status launch(const CudaDevice& device, const Tensor& ids, const Tensor& dy, con
 Status run_embedding_bwd(OpCall& call) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
-  if (call.inputs.size() != 2 || call.outputs.size() != 1)
-    return Status::bad_input("cuda embedding_bwd: expected inputs ids, dy and output dW");
+  auto d = ops::embedding_bwd_operands(call, "cuda embedding_bwd");
+  if (!d) return d.status();
   const Problem& p = call.problem;
-  if (p.shape.size() != 3) return Status::bad_input("embedding_bwd: shape " + shape_to_string(p.shape) + " is not TxVxD");
-  const int64_t tokens = p.shape[0], vocab = p.shape[1], dim = p.shape[2];
+  const int64_t tokens = d->tokens, vocab = d->vocab, dim = d->dim;
   const Tensor& ids = call.inputs[0];
   const Tensor& dy = call.inputs[1];
   const Tensor& dw = call.outputs[0];
-  if (ids.dtype != DType::i64 && ids.dtype != DType::i32)
-    return Status::unsupported(std::string("cuda embedding_bwd takes i64 or i32 ids, not ") + dtype_name(ids.dtype));
   DNNB_TRY(expect_tensor(ids, ids.dtype, "ids"));
   DNNB_TRY(expect_tensor(dy, p.dtype, "dy"));
   DNNB_TRY(expect_tensor(dw, p.dtype, "dW"));
-  if (ids.shape != Shape{tokens} || dy.shape != Shape{tokens, dim} || dw.shape != Shape{vocab, dim})
-    return Status::bad_input("cuda embedding_bwd: ids " + ids.describe() + ", dy " + dy.describe() + ", dW " +
-                             dw.describe() + " do not match " + p.to_string());
   if (tokens >= INT32_MAX || vocab >= INT32_MAX)
     return Status::unsupported("cuda embedding_bwd: its 32-bit sort keys and positions need T and V below 2^31 - 1");
   if (deferred_check_count(**device) >= kReportSlots) DNNB_TRY(call.device.synchronize());

@@ -14,6 +14,7 @@
 #include "kernels/opencl/embedding_bwd_cl.h"
 #include "kernels/opencl/opencl_launch.h"
 #include "kernels/opencl/program_dump.h"
+#include "suites/ops/layout_desc.h"
 
 namespace dnnb::opencl {
 namespace {
@@ -23,19 +24,12 @@ constexpr size_t kTile = 256;  // EBWD_TILE and EBWD_SCAN of embedding_bwd.cl
 Status run_embedding_bwd(OpCall& call) {
   auto device = opencl_device(call);
   if (!device) return device.status();
-  if (call.inputs.size() != 2 || call.outputs.size() != 1)
-    return Status::bad_input("opencl embedding_bwd: expects inputs (ids, dy) and one output (dW)");
-  const Problem& p = call.problem;
-  if (p.shape.size() != 3) return Status::bad_input("embedding_bwd: shape " + shape_to_string(p.shape) + " is not TxVxD");
-  const int64_t tokens = p.shape[0], vocab = p.shape[1], dim = p.shape[2];
+  auto d = ops::embedding_bwd_operands(call, "opencl embedding_bwd");
+  if (!d) return d.status();
+  const int64_t tokens = d->tokens, vocab = d->vocab, dim = d->dim;
   const Tensor& ids = call.inputs[0];
   const Tensor& dy = call.inputs[1];
   const Tensor& dw = call.outputs[0];
-  if (ids.dtype != DType::i64 && ids.dtype != DType::i32)
-    return Status::unsupported(std::string("opencl embedding_bwd: ids of ") + dtype_name(ids.dtype) + " (i64 or i32 only)");
-  if (dy.shape != Shape{tokens, dim} || dw.shape != Shape{vocab, dim} || dy.dtype != dw.dtype)
-    return Status::bad_input("embedding_bwd: dy " + dy.describe() + " and dW " + dw.describe() + " do not match " +
-                             p.to_string());
   if (tokens >= INT_MAX || vocab >= INT_MAX)
     return Status::unsupported("opencl embedding_bwd: its int positions need T and V below 2^31 - 1");
   const std::string source = program_source({opencl_source::embedding_bwd});

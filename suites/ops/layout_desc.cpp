@@ -84,6 +84,24 @@ Result<EmbeddingDesc> embedding_desc(const Problem& problem) {
   return EmbeddingDesc{problem.shape[0], problem.shape[1], problem.shape[2]};
 }
 
+Result<EmbeddingDesc> embedding_bwd_operands(const OpCall& call, const std::string& who) {
+  if (call.inputs.size() != 2 || call.outputs.size() != 1)
+    return Status::bad_input(who + ": expects inputs (ids, dy) and one output (dW)");
+  const Problem& p = call.problem;
+  if (p.shape.size() != 3) return Status::bad_input("embedding_bwd: shape " + shape_to_string(p.shape) + " is not TxVxD");
+  const EmbeddingDesc d{p.shape[0], p.shape[1], p.shape[2]};
+  const Tensor& ids = call.inputs[0];
+  const Tensor& dy = call.inputs[1];
+  const Tensor& dw = call.outputs[0];
+  if (ids.dtype != DType::i64 && ids.dtype != DType::i32)
+    return Status::unsupported(who + ": ids of " + dtype_name(ids.dtype) + " (i64 or i32 only)");
+  if (ids.shape != Shape{d.tokens} || dy.shape != Shape{d.tokens, d.dim} || dw.shape != Shape{d.vocab, d.dim} ||
+      dy.dtype != dw.dtype)
+    return Status::bad_input(who + ": ids " + ids.describe() + ", dy " + dy.describe() + ", dW " + dw.describe() +
+                             " do not match " + p.to_string());
+  return d;
+}
+
 Result<RepeatKvDesc> repeat_kv_desc(const Problem& problem) {
   if (problem.shape.size() != 4)
     return Status::bad_input("repeat_kv: shape " + shape_to_string(problem.shape) + " is not BxHxSxD");

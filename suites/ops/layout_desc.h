@@ -3,9 +3,11 @@
 // references and every backend's kernels.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/problem.h"
+#include "core/registry.h"
 #include "core/status.h"
 
 namespace dnnb::ops {
@@ -35,6 +37,10 @@ struct EmbeddingDesc {
   int64_t tokens = 0, vocab = 0, dim = 0;
 };
 Result<EmbeddingDesc> embedding_desc(const Problem& problem);
+// embedding_bwd's operands, checked by every backend the same way: shape "TxVxD", inputs ids [T]
+// (i64 or i32: other dtypes unsupported) and dy [T, D], output dW [V, D] in dy's dtype (bad_input
+// naming the operands otherwise). `who` prefixes the messages ("cuda embedding_bwd").
+Result<EmbeddingDesc> embedding_bwd_operands(const OpCall& call, const std::string& who);
 
 // repeat_kv: shape "BxHxSxD"; n_rep=<R> (required, >= 1); y is [B, H * R, S, D].
 struct RepeatKvDesc {
