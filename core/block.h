@@ -117,9 +117,10 @@ Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call);
 // computed it (inputs as given).
 Result<std::map<std::string, Tensor>> run_block_f64(const BlockGraph& graph, const std::vector<Tensor>& inputs);
 
-// A node's own allowed error, relative to the rms of its output (docs/blocks.md): its op's
-// tolerance class at the block dtype.
-double node_allowance(const BlockNode& node);
+// A node's own allowed error on its output `output` (signature order), relative to the rms of
+// that output (docs/blocks.md): its op's tolerance class at the block dtype, with the length of
+// that output's own sum (linear_bwd's dw sums the rows, its dx the outputs).
+double node_allowance(const BlockNode& node, size_t output = 0);
 // The allowance of every value: the largest sum of node allowances along a path from the block
 // inputs to it (views keep their source's).
 std::map<std::string, double> value_allowances(const BlockGraph& graph);

@@ -4,28 +4,29 @@
 // transposed view (w.layout=transposed), so the state_dict tensors are the block's inputs as
 // they are. Problem "BxSxE:heads=H[,eps=1e-5]"; inputs x [B, S, E] and the weights by their
 // state_dict names; output y [B, S, E].
-#include <string>
+#include "suites/blocks/gpt2_block.h"
 
 #include "suites/blocks/block_spec.h"
 
 namespace dnnb {
-namespace {
+namespace gpt2 {
 
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
-
-Result<BlockGraph> build_gpt2_block(const Problem& p) {
-  const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
+Result<Dims> dims_of(const Problem& p) {
+  Dims d;
+  d.b = p.shape.at(0), d.s = p.shape.at(1), d.e = p.shape.at(2), d.m = d.b * d.s;
   auto heads = p.get_int("heads", 0);
   if (!heads) return heads.status();
-  const int64_t h = *heads;
-  if (h < 1 || e % h != 0) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " does not divide E=" + std::to_string(e));
-  const int64_t d = e / h;
-  const std::string eps = "eps=" + p.get("eps", "1e-5");
-  const std::string linear = ":bias=1,w.layout=transposed";
+  d.h = *heads;
+  if (d.h < 1 || d.e % d.h != 0)
+    return Status::bad_input(p.op + ": heads=" + std::to_string(d.h) + " does not divide E=" + std::to_string(d.e));
+  d.d = d.e / d.h;
+  d.eps = "eps=" + p.get("eps", "1e-5");
+  return d;
+}
 
-  BlockBuilder g(p);
+void declare_forward(BlockBuilder& g, const Dims& d, bool saved) {
+  const int64_t b = d.b, s = d.s, e = d.e, h = d.h, m = d.m;
+  const std::string linear = ":bias=1,w.layout=transposed";
   g.input("x", {b, s, e});
   g.weight("ln_1.weight", {e}, BlockInit::scale);
   g.weight("ln_1.bias", {e}, BlockInit::shift);
@@ -41,37 +42,51 @@ Result<BlockGraph> build_gpt2_block(const Problem& p) {
   g.weight("mlp.c_proj.bias", {e}, BlockInit::shift);
 
   // x is read by ln_1 and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
-  g.node("ln_1", "layernorm", dims({b, s, e}) + ":" + eps + with(g.layout_of("x", "x"), ","), {"x", "ln_1.weight", "ln_1.bias"},
-         {"ln_1.out"});
+  g.node("ln_1", "layernorm", shape_text({b, s, e}) + ":" + d.eps + with(g.layout_of("x", "x"), ","),
+         {"x", "ln_1.weight", "ln_1.bias"}, {"ln_1.out"});
+  if (saved) g.node("ln_1.stats", "layernorm_stats", shape_text({b, s, e}) + ":" + d.eps, {"x"}, {"ln_1.mean", "ln_1.rstd"});
   g.reshape("ln_1.rows", "ln_1.out", {m, e});
   g.transpose("attn.c_attn.w", "attn.c_attn.weight");
-  g.node("attn.c_attn", "linear", dims({m, 3 * e, e}) + linear, {"ln_1.rows", "attn.c_attn.w", "attn.c_attn.bias"},
+  g.node("attn.c_attn", "linear", shape_text({m, 3 * e, e}) + linear, {"ln_1.rows", "attn.c_attn.w", "attn.c_attn.bias"},
          {"attn.qkv"});
-  g.reshape("attn.qkv.heads", "attn.qkv", {b, s, 3 * h, d});
-  g.node("attn.split_heads", "permute", dims({b, s, 3 * h, d}) + ":perm=0213", {"attn.qkv.heads"}, {"attn.qkv.bhsd"});
+  g.reshape("attn.qkv.heads", "attn.qkv", {b, s, 3 * h, d.d});
+  g.node("attn.split_heads", "permute", shape_text({b, s, 3 * h, d.d}) + ":perm=0213", {"attn.qkv.heads"}, {"attn.qkv.bhsd"});
   const char* parts[] = {"attn.q", "attn.k", "attn.v"};
   for (int64_t i = 0; i < 3; ++i)
-    g.node(parts[i], "slice", dims({b, 3 * h, s, d}) + ":dim=1,len=" + std::to_string(h) + ",start=" + std::to_string(i * h),
+    g.node(parts[i], "slice", shape_text({b, 3 * h, s, d.d}) + ":dim=1,len=" + std::to_string(h) + ",start=" + std::to_string(i * h),
            {"attn.qkv.bhsd"}, {std::string(parts[i]) + ".out"});
-  g.node("attn.sdpa", "sdpa", dims({b, h, s, d}) + ":causal=1", {"attn.q.out", "attn.k.out", "attn.v.out"},
-         {"attn.o", ""});
-  g.node("attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"attn.o"}, {"attn.o.bshd"});
+  g.node("attn.sdpa", "sdpa", shape_text({b, h, s, d.d}) + ":causal=1", {"attn.q.out", "attn.k.out", "attn.v.out"},
+         {"attn.o", saved ? "attn.lse" : ""});
+  g.node("attn.merge_heads", "permute", shape_text({b, h, s, d.d}) + ":perm=0213", {"attn.o"}, {"attn.o.bshd"});
   g.reshape("attn.o.rows", "attn.o.bshd", {m, e});
   g.transpose("attn.c_proj.w", "attn.c_proj.weight");
-  g.node("attn.c_proj", "linear", dims({m, e, e}) + linear, {"attn.o.rows", "attn.c_proj.w", "attn.c_proj.bias"},
+  g.node("attn.c_proj", "linear", shape_text({m, e, e}) + linear, {"attn.o.rows", "attn.c_proj.w", "attn.c_proj.bias"},
          {"attn.out"});
   g.reshape("attn.out.bse", "attn.out", {b, s, e});
-  g.node("residual_1", "add", dims({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"attn.out.bse", "x"}, {"h.bse"});
+  g.node("residual_1", "add", shape_text({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"attn.out.bse", "x"}, {"h.bse"});
   g.reshape("h", "h.bse", {m, e});
-  g.node("ln_2", "layernorm", dims({m, e}) + ":" + eps, {"h", "ln_2.weight", "ln_2.bias"}, {"ln_2.out"});
+  g.node("ln_2", "layernorm", shape_text({m, e}) + ":" + d.eps, {"h", "ln_2.weight", "ln_2.bias"}, {"ln_2.out"});
+  if (saved) g.node("ln_2.stats", "layernorm_stats", shape_text({m, e}) + ":" + d.eps, {"h"}, {"ln_2.mean", "ln_2.rstd"});
   g.transpose("mlp.c_fc.w", "mlp.c_fc.weight");
-  g.node("mlp.c_fc", "linear", dims({m, 4 * e, e}) + linear, {"ln_2.out", "mlp.c_fc.w", "mlp.c_fc.bias"}, {"mlp.fc"});
-  g.node("mlp.act", "gelu_tanh", dims({m, 4 * e}), {"mlp.fc"}, {"mlp.act.out"});
+  g.node("mlp.c_fc", "linear", shape_text({m, 4 * e, e}) + linear, {"ln_2.out", "mlp.c_fc.w", "mlp.c_fc.bias"}, {"mlp.fc"});
+  g.node("mlp.act", "gelu_tanh", shape_text({m, 4 * e}), {"mlp.fc"}, {"mlp.act.out"});
   g.transpose("mlp.c_proj.w", "mlp.c_proj.weight");
-  g.node("mlp.c_proj", "linear", dims({m, e, 4 * e}) + linear, {"mlp.act.out", "mlp.c_proj.w", "mlp.c_proj.bias"},
-         {"mlp.out"});
+}
+
+}  // namespace gpt2
+
+namespace {
+
+Result<BlockGraph> build_gpt2_block(const Problem& p) {
+  auto d = gpt2::dims_of(p);
+  if (!d) return d.status();
+  const int64_t b = d->b, s = d->s, e = d->e, m = d->m;
+  BlockBuilder g(p);
+  gpt2::declare_forward(g, *d, false);
+  g.node("mlp.c_proj", "linear", gpt2::shape_text({m, e, 4 * e}) + ":bias=1,w.layout=transposed",
+         {"mlp.act.out", "mlp.c_proj.w", "mlp.c_proj.bias"}, {"mlp.out"});
   g.reshape("mlp.out.bse", "mlp.out", {b, s, e});
-  g.node("residual_2", "add", dims({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
+  g.node("residual_2", "add", gpt2::shape_text({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

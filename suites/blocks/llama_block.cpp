@@ -4,34 +4,36 @@
 // The rotary angle is computed from the positions by the rope op (LlamaRotaryEmbedding's f32
 // angle), so the block takes pos [B, S] where the layer takes position_embeddings.
 // Problem "BxSxE:heads=H,kv=KV,ffn=F[,eps=1e-6][,theta=10000]"; head dim E/H; no biases.
-#include <string>
+#include "suites/blocks/llama_block.h"
 
 #include "suites/blocks/block_spec.h"
 
 namespace dnnb {
-namespace {
+namespace llama {
 
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
-
-Result<BlockGraph> build_llama_block(const Problem& p) {
-  const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
+Result<Dims> dims_of(const Problem& p) {
+  Dims d;
+  d.b = p.shape.at(0), d.s = p.shape.at(1), d.e = p.shape.at(2), d.m = d.b * d.s;
   auto heads = p.get_int("heads", 0);
   if (!heads) return heads.status();
   auto kv_heads = p.get_int("kv", *heads);
   if (!kv_heads) return kv_heads.status();
   auto ffn = p.get_int("ffn", 0);
   if (!ffn) return ffn.status();
-  const int64_t h = *heads, kv = *kv_heads, f = *ffn;
-  if (h < 1 || e % h != 0) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " does not divide E=" + std::to_string(e));
-  if (kv < 1 || h % kv != 0) return Status::bad_input(p.op + ": kv=" + std::to_string(kv) + " does not divide heads=" + std::to_string(h));
-  if (f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(f) + ": the MLP width must be given (ffn=F >= 1)");
-  const int64_t d = e / h;
-  const std::string eps = ":eps=" + p.get("eps", "1e-6");
-  const std::string theta = ":theta=" + p.get("theta", "10000");
+  d.h = *heads, d.kv = *kv_heads, d.f = *ffn;
+  if (d.h < 1 || d.e % d.h != 0)
+    return Status::bad_input(p.op + ": heads=" + std::to_string(d.h) + " does not divide E=" + std::to_string(d.e));
+  if (d.kv < 1 || d.h % d.kv != 0)
+    return Status::bad_input(p.op + ": kv=" + std::to_string(d.kv) + " does not divide heads=" + std::to_string(d.h));
+  if (d.f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(d.f) + ": the MLP width must be given (ffn=F >= 1)");
+  d.d = d.e / d.h;
+  d.eps = ":eps=" + p.get("eps", "1e-6");
+  d.theta = ":theta=" + p.get("theta", "10000");
+  return d;
+}
 
-  BlockBuilder g(p);
+void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
+  const int64_t b = dm.b, s = dm.s, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d, m = dm.m;
   g.input("x", {b, s, e});
   g.input("pos", {b, s}, DType::i64, BlockInit::positions);
   g.weight("input_layernorm.weight", {e}, BlockInit::scale);
@@ -45,35 +47,51 @@ Result<BlockGraph> build_llama_block(const Problem& p) {
   g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
 
   // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
-  g.node("input_layernorm", "rmsnorm", dims({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},
-         {"n1.bse"});
+  g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + dm.eps + with(g.layout_of("x", "x"), ","),
+         {"x", "input_layernorm.weight"}, {"n1.bse"});
+  if (saved) g.node("input_layernorm.stats", "rmsnorm_stats", shape_text({b, s, e}) + dm.eps, {"x"}, {"input_layernorm.rstd"});
   g.reshape("n1", "n1.bse", {m, e});
   for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
     const std::string proj = "self_attn." + name + "_proj";
-    g.node(proj, "linear", dims({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
+    g.node(proj, "linear", shape_text({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
     g.reshape(proj + ".heads", proj + ".out", {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
+    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
            {"self_attn." + name});
     if (name != "v")
-      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
+      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + dm.theta, {"self_attn." + name, "pos"},
              {"self_attn." + name + ".rotated"});
   }
-  g.node("self_attn.sdpa", "sdpa", dims({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv),
-         {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"}, {"self_attn.o", ""});
-  g.node("self_attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
+  g.node("self_attn.sdpa", "sdpa", shape_text({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv),
+         {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"}, {"self_attn.o", saved ? "self_attn.lse" : ""});
+  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
   g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", dims({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
+  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
          {"self_attn.out"});
   g.reshape("self_attn.out.bse", "self_attn.out", {b, s, e});
-  g.node("residual_1", "add", dims({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"self_attn.out.bse", "x"}, {"h.bse"});
+  g.node("residual_1", "add", shape_text({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"self_attn.out.bse", "x"}, {"h.bse"});
   g.reshape("h", "h.bse", {m, e});
-  g.node("post_attention_layernorm", "rmsnorm", dims({m, e}) + eps, {"h", "post_attention_layernorm.weight"}, {"n2"});
-  g.node("mlp.gate_proj", "linear", dims({m, f, e}), {"n2", "mlp.gate_proj.weight"}, {"mlp.gate"});
-  g.node("mlp.up_proj", "linear", dims({m, f, e}), {"n2", "mlp.up_proj.weight"}, {"mlp.up"});
-  g.node("mlp.act", "swiglu", dims({m, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
-  g.node("mlp.down_proj", "linear", dims({m, e, f}), {"mlp.act.out", "mlp.down_proj.weight"}, {"mlp.out"});
-  g.reshape("mlp.out.bse", "mlp.out", {b, s, e});
-  g.node("residual_2", "add", dims({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
+  g.node("post_attention_layernorm", "rmsnorm", shape_text({m, e}) + dm.eps, {"h", "post_attention_layernorm.weight"}, {"n2"});
+  if (saved)
+    g.node("post_attention_layernorm.stats", "rmsnorm_stats", shape_text({m, e}) + dm.eps, {"h"},
+           {"post_attention_layernorm.rstd"});
+  g.node("mlp.gate_proj", "linear", shape_text({m, f, e}), {"n2", "mlp.gate_proj.weight"}, {"mlp.gate"});
+  g.node("mlp.up_proj", "linear", shape_text({m, f, e}), {"n2", "mlp.up_proj.weight"}, {"mlp.up"});
+  g.node("mlp.act", "swiglu", shape_text({m, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
+}
+
+}  // namespace llama
+
+namespace {
+
+Result<BlockGraph> build_llama_block(const Problem& p) {
+  auto d = llama::dims_of(p);
+  if (!d) return d.status();
+  BlockBuilder g(p);
+  llama::declare_forward(g, *d, false);
+  g.node("mlp.down_proj", "linear", llama::shape_text({d->m, d->e, d->f}), {"mlp.act.out", "mlp.down_proj.weight"},
+         {"mlp.out"});
+  g.reshape("mlp.out.bse", "mlp.out", {d->b, d->s, d->e});
+  g.node("residual_2", "add", llama::shape_text({d->b, d->s, d->e}), {"mlp.out.bse", "h.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }
