@@ -1,0 +1,142 @@
+// zamba2_attn_layer: transformers' Zamba2AttentionDecoderLayer (docs/blocks.md), Zamba 2's shared
+// attention block: c = concat(x, emb) on the last dim (the previous Mamba layer's output and the
+// original word embeddings, [B, S, 2E]), n = input_layernorm(c) (RMSNorm over 2E); attention of
+// H heads of D = 2E / H over n with scores scaled by (D / 2)^-0.5 (not D^-0.5), causal, GQA over
+// kv heads; a = o_proj(...) [B, S, E]; y = feed_forward(pre_ff_layernorm(a)) (Zamba2MLP, the
+// nodes of zamba2_mlp). The layer has no residual (the hybrid layer around it adds its own).
+// Options as the config's: adapter=1 (use_shared_attention_adapter: q, k and v each add a
+// low-rank B(A(n)) of rank R), rope=1 (use_mem_rope: q and k rotated at pos, HF's half form;
+// the block then takes pos [B, S]). The adapter lists have one entry per hybrid layer; the block
+// is the layer of a model with one, entry 0. Zamba2RMSNorm is Llama's (rmsnorm form=torch).
+// Problem "BxSxE:heads=H,ffn=F[,kv=KV][,rank=R (default 128)][,adapter=1][,rope=1][,theta=10000]
+// [,eps=1e-5]"; inputs x, emb [B, S, E] (and pos), the weights by their state_dict names.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "suites/blocks/block_spec.h"
+#include "suites/blocks/zamba2_mlp.h"
+
+namespace dnnb {
+namespace {
+
+std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
+// `param` after `separator`, or nothing when there is none.
+std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+Result<bool> flag(const Problem& p, const std::string& key) {
+  const std::string v = p.get(key, "0");
+  if (v != "0" && v != "1") return Status::bad_input(p.op + ": " + key + "=" + v + " must be 0 or 1");
+  return v == "1";
+}
+
+Result<BlockGraph> build_zamba2_attn_layer(const Problem& p) {
+  const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
+  auto heads = p.get_int("heads", 0);
+  if (!heads) return heads.status();
+  auto kv_heads = p.get_int("kv", *heads);
+  if (!kv_heads) return kv_heads.status();
+  auto ffn = p.get_int("ffn", 0);
+  if (!ffn) return ffn.status();
+  auto rank = p.get_int("rank", 128);
+  if (!rank) return rank.status();
+  auto adapter = flag(p, "adapter");
+  if (!adapter) return adapter.status();
+  auto rope = flag(p, "rope");
+  if (!rope) return rope.status();
+  const int64_t h = *heads, kv = *kv_heads, f = *ffn, r = *rank, a = 2 * e;
+  if (h < 1 || a % h != 0) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " does not divide 2E=" + std::to_string(a));
+  if (kv < 1 || h % kv != 0) return Status::bad_input(p.op + ": kv=" + std::to_string(kv) + " does not divide heads=" + std::to_string(h));
+  if (f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(f) + ": the MLP width must be given (ffn=F >= 1)");
+  if (r < 1) return Status::bad_input(p.op + ": rank=" + std::to_string(r) + ": the adapter rank must be at least 1");
+  const int64_t d = a / h;
+  const std::string eps = ":eps=" + p.get("eps", "1e-5");
+  const std::string theta = ":theta=" + p.get("theta", "10000");
+
+  BlockBuilder g(p);
+  g.input("x", {b, s, e});
+  g.input("emb", {b, s, e});
+  if (*rope) g.input("pos", {b, s}, DType::i64, BlockInit::positions);
+  g.weight("self_attn.q_proj.weight", {h * d, a}, BlockInit::matrix, a);
+  g.weight("self_attn.k_proj.weight", {kv * d, a}, BlockInit::matrix, a);
+  g.weight("self_attn.v_proj.weight", {kv * d, a}, BlockInit::matrix, a);
+  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
+  // Zamba2Attention's adapters map 2E to 2E, which is the q width only when kv = heads.
+  if (*adapter) {
+    if (kv != h) return Status::bad_input(p.op + ": adapter=1 needs kv=heads (the k and v adapters are 2E wide)");
+    for (const char* name : {"q", "k", "v"}) {
+      const std::string list = std::string("self_attn.linear_") + name + "_adapter_list.0";
+      g.weight(list + ".0.weight", {r, a}, BlockInit::matrix, a);
+      g.weight(list + ".1.weight", {a, r}, BlockInit::matrix, r);
+    }
+  }
+  zamba2_mlp_weights(g, "feed_forward.", e, f, r);
+  g.weight("input_layernorm.weight", {a}, BlockInit::scale);
+  g.weight("pre_ff_layernorm.weight", {e}, BlockInit::scale);
+
+  // x is read by the concat as [B, S, E] (its layout, when the problem gives one, is the concat's a).
+  g.node("concat", "concat", dims({b, s, e}) + ":dim=2" + with(g.layout_of("x", "a"), ","), {"x", "emb"}, {"c"});
+  g.node("input_layernorm", "rmsnorm", dims({b, s, a}) + eps, {"c", "input_layernorm.weight"}, {"n1.bsa"});
+  g.reshape("n1", "n1.bsa", {m, a});
+  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
+    const std::string proj = "self_attn." + name + "_proj";
+    std::string rows = proj + ".out";
+    g.node(proj, "linear", dims({m, nh * d, a}), {"n1", proj + ".weight"}, {rows});
+    if (*adapter) {
+      const std::string list = "self_attn.linear_" + name + "_adapter_list.0";
+      g.node(list + ".0", "linear", dims({m, r, a}), {"n1", list + ".0.weight"}, {list + ".low"});
+      g.node(list + ".1", "linear", dims({m, a, r}), {list + ".low", list + ".1.weight"}, {list + ".out"});
+      g.node("self_attn." + name + "_adapter_add", "add", dims({m, a}), {rows, list + ".out"}, {proj + ".adapted"});
+      rows = proj + ".adapted";
+    }
+    g.reshape(proj + ".heads", rows, {b, s, nh, d});
+    g.node("self_attn." + name + "_heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
+           {"self_attn." + name});
+    if (*rope && name != "v")
+      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
+             {"self_attn." + name + ".rotated"});
+  }
+  const std::string q = *rope ? "self_attn.q.rotated" : "self_attn.q", k = *rope ? "self_attn.k.rotated" : "self_attn.k";
+  g.node("self_attn.sdpa", "sdpa",
+         dims({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number(1.0 / std::sqrt(d / 2.0)),
+         {q, k, "self_attn.v"}, {"self_attn.o", ""});
+  g.node("self_attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
+  g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
+  g.node("self_attn.o_proj", "linear", dims({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
+         {"self_attn.out"});
+  g.node("pre_ff_layernorm", "rmsnorm", dims({m, e}) + eps, {"self_attn.out", "pre_ff_layernorm.weight"}, {"n2"});
+  zamba2_mlp_nodes(g, "feed_forward.", "n2", "feed_forward.out", m, e, f, r);
+  // A block's output is a node's own (core/block.h), and linear writes [M, E]: an identity
+  // permute gives y its [B, S, E] (one copy of y, which torch's view does not make).
+  g.reshape("feed_forward.out.bse", "feed_forward.out", {b, s, e});
+  g.node("output", "permute", dims({b, s, e}) + ":perm=012", {"feed_forward.out.bse"}, {"y"});
+  g.output("y");
+  return g.finish();
+}
+
+BlockDef zamba2_attn_layer() {
+  BlockDef def;
+  def.name = "zamba2_attn_layer";
+  def.torch = "transformers Zamba2AttentionDecoderLayer(config, block_id=0)(x, emb, layer_idx=0, attention_mask=causal)";
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
+  def.param_keys = {"heads", "kv", "ffn", "rank", "adapter", "rope", "theta", "eps"};
+  // Zamba2-2.7B's form (no attention adapters, no rope) and Zamba2-1.2B's (both); GQA; odd
+  // lengths and widths; x with padded rows.
+  def.check_problems = {"1x7x32:ffn=64,heads=4,rank=8", "2x17x48:ffn=120,heads=4,kv=2,rank=8",
+                        "1x19x32:adapter=1,ffn=80,heads=4,rank=6,rope=1", "2x9x32:ffn=64,heads=2,rank=4,x.layout=padded"};
+  // Zamba2-2.7B's shared attention block (hidden 2560, 32 heads of 160 over the 5120 concat,
+  // FFN 10240, adapter rank 128), prefill of 4 x 2048 tokens.
+  def.bench_problems = {{"4x2048x2560:ffn=10240,heads=32,rank=128", {DType::bf16}}};
+  def.build = build_zamba2_attn_layer;
+  return def;
+}
+
+DNNB_REGISTER(register_block(zamba2_attn_layer()));
+
+}  // namespace
+}  // namespace dnnb
