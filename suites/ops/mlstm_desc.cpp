@@ -19,7 +19,7 @@ Result<int64_t> positive(const Problem& p, const std::string& key, int64_t fallb
 double MlstmDesc::scale() const { return 1.0 / std::sqrt(static_cast<double>(dqk)); }
 
 const std::vector<std::string>& mlstm_param_keys() {
-  static const std::vector<std::string> keys = {"dv", "chunk"};
+  static const std::vector<std::string> keys = {"dv", "chunk", "gates"};
   return keys;
 }
 
@@ -36,6 +36,9 @@ Result<MlstmDesc> mlstm_desc(const Problem& p) {
   if (!chunk) return chunk.status();
   d.dv = *dv;
   d.chunk = *chunk;
+  d.gates = p.get("gates", "normal");
+  if (d.gates != "normal" && d.gates != "neg_i" && d.gates != "f_low" && d.gates != "f_high" && d.gates != "mixed")
+    return Status::bad_input(p.op + ": parameter gates=" + d.gates + " is not one of normal, neg_i, f_low, f_high, mixed");
   return d;
 }
 

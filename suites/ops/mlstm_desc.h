@@ -3,7 +3,9 @@
 // through mlstm_desc, so defaults and checks live here.
 //
 // Shape "BxNHxSxDQK": batch, heads, sequence length, head dim of q and k. Params: dv=<v head
-// dim> (default DQK), chunk=<L> (the chunk length of the chunkwise form, default 64).
+// dim> (default DQK), chunk=<L> (the chunk length of the chunkwise form, default 64),
+// gates=normal|neg_i|f_low|f_high|mixed (how random cases and fixtures draw the gate
+// pre-activations i and f, to stress the stabiliser; kernels ignore it: docs/ops-family5.md).
 //
 // Operands (q, k, v in the problem dtype; gates, normaliser, max state and states in f32,
 // because the stabiliser works in log space over a cumulative sum of length S):
@@ -35,6 +37,7 @@ struct MlstmDesc {
   int64_t dqk = 1, dv = 1;              // head dims of q/k and of v
   int64_t chunk = 64;                   // chunkwise form's chunk length
   double eps = 1e-6;                    // the normaliser's epsilon (fixed by the package)
+  std::string gates = "normal";         // the gate fill of random cases (no effect on the math)
   double scale() const;                 // 1 / sqrt(dqk)
 };
 
