@@ -1,0 +1,88 @@
+// What the mLSTM kernels share (mlstm.cl, mlstm_chunkwise.cl, mlstm_bwd.cl; docs/ops-family5.md):
+// the problem's dims, double-float arithmetic, and the gate pre-pass mlstm_gates.
+// The tiled kernels also take sdpa_body.cl (staging rows into local memory, the dot of two local
+// rows, the lanes' accumulation of weighted rows), which the host puts before this file.
+//
+// The stabiliser in log space. With lf = logsigmoid(f), c[t] = lf[0] + ... + lf[t] and
+// a[s] = i[s] - c[s], logD[t,s] = c[t] - c[s] + i[s] = c[t] + a[s] for s <= t, so the row max is
+// m[t] = c[t] + M[t] with M[t] = max_{s<=t} a[s], a prefix max known before any score, and
+// D[t,s] = exp(a[s] - M[t]) <= 1: no online rescaling. c reaches -1e4 and beyond over long
+// sequences (f near 0), where one f32 ulp is ~1e-3: a plain f32 cumsum would carry errors of that
+// size into every exp argument. So c, a and M are double-floats (hi + lo, ~48 bits, from
+// error-free two-sums): a[s] - M[t] is exact in its hi part wherever it is small enough to
+// matter (Sterbenz), and the only rounding left in an exp argument is of the small difference.
+
+// The problem (ops::MlstmDesc). Host: ClMlstmDims in mlstm_launch.h, field for field.
+typedef struct {
+  long batch, heads, s, dqk, dv, chunk;
+} dnnb_mlstm_dims;
+
+// a + b = s + e exactly (Knuth's two-sum; no multiply, so FP_CONTRACT cannot fuse it).
+inline float2 mlstm_two_sum(float a, float b) {
+  const float s = a + b;
+  const float bb = s - a;
+  const float e = (a - (s - bb)) + (b - bb);
+  return (float2)(s, e);
+}
+
+// The double-float (hi, lo) plus x, renormalised so that |lo| <= ulp(hi) / 2.
+inline float2 mlstm_df_add(float2 a, float x) {
+  const float2 s = mlstm_two_sum(a.x, x);
+  const float lo = s.y + a.y;
+  const float hi = s.x + lo;
+  return (float2)(hi, lo - (hi - s.x));
+}
+
+// The double-float a + b.
+inline float2 mlstm_df_add2(float2 a, float2 b) {
+  const float2 s = mlstm_two_sum(a.x, b.x);
+  const float lo = s.y + (a.y + b.y);
+  const float hi = s.x + lo;
+  return (float2)(hi, lo - (hi - s.x));
+}
+
+// a - b rounded to one float (an exp argument).
+inline float mlstm_df_diff(float2 a, float2 b) {
+  const float2 d = mlstm_two_sum(a.x, -b.x);
+  return d.x + (d.y + (a.y - b.y));
+}
+
+// a > b for normalised double-floats.
+inline bool mlstm_df_greater(float2 a, float2 b) { return a.x > b.x || (a.x == b.x && a.y > b.y); }
+
+// logsigmoid(x) = min(x, 0) - log1p(exp(-|x|)): no overflow, no cancellation.
+inline float mlstm_logsigmoid(float x) { return fmin(x, 0.0f) - log1p(exp(-fabs(x))); }
+
+// exp(-m) for the double-float m: exp(-hi) exp(-lo), the second factor 1 - lo to f32 precision
+// (|lo| <= ulp(hi) / 2).
+inline float mlstm_exp_neg(float2 m) { return exp(-m.x) * (1.0f - m.y); }
+
+// The gate pre-pass: one work-item per (batch, head) walks the sequence once and writes, per
+// position p = (b NH + h) S + t, into `gates` (ga, then gc: B NH S float4 each)
+//   ga[p] = (a.hi, a.lo, M.hi, M.lo)   M the prefix max of a, or max(0, prefix max) with
+//                                      `clamp_zero` (the chunkwise form: its initial max state
+//                                      0 acts as a key with a = 0 and no value, see mlstm_chunkwise.cl)
+//   gc[p] = (c.hi, c.lo, m.hi, m.lo)   m = c + M, the row max of logD
+// i and f are f32 [B, NH, S] views. A NaN gate makes c (and everything after it) NaN.
+kernel void mlstm_gates(const global float* ig, dnnb_sdpa_view iv, const global float* fg, dnnb_sdpa_view fv,
+                        global float4* gates, dnnb_mlstm_dims dm, int clamp_zero) {
+  global float4* ga = gates;
+  global float4* gc = gates + dm.batch * dm.heads * dm.s;
+  const long bh = get_global_id(0);
+  if (bh >= dm.batch * dm.heads) return;
+  const long b = bh / dm.heads;
+  const long h = bh - b * dm.heads;
+  const long i_base = iv.offset + b * iv.sb + h * iv.sh;
+  const long f_base = fv.offset + b * fv.sb + h * fv.sh;
+  float2 c = (float2)(0.0f, 0.0f);
+  float2 M = clamp_zero ? (float2)(0.0f, 0.0f) : (float2)(-INFINITY, 0.0f);
+  for (long t = 0; t < dm.s; ++t) {
+    c = mlstm_df_add(c, mlstm_logsigmoid(fg[f_base + t * fv.ss]));
+    const float2 a = mlstm_df_add((float2)(-c.x, -c.y), ig[i_base + t * iv.ss]);
+    if (t == 0 && !clamp_zero) M = a;
+    else if (mlstm_df_greater(a, M)) M = a;
+    const float2 m = mlstm_df_add2(c, M);
+    ga[bh * dm.s + t] = (float4)(a.x, a.y, M.x, M.y);
+    gc[bh * dm.s + t] = (float4)(c.x, c.y, m.x, m.y);
+  }
+}
