@@ -5,8 +5,10 @@ compute, eager and torch.compile, at the bench problems' sizes, on one CUDA devi
     python3 suites/blocks/bench_torch.py [--dtype bf16] [--repetitions 20]
 
 Each module is built with random weights at the problem's config (transformers' SDPA
-attention, causal), warmed up, then timed with CUDA events over `--repetitions` launches; the
-median is printed beside the problem string that `dnnblocks bench --op <block>` times.
+attention, causal; Gemma 2's eager attention with its additive causal or sliding-window mask, as
+transformers has no SDPA path with a softcap), warmed up, then timed with CUDA events over
+`--repetitions` launches; the median is printed beside the problem string that
+`dnnblocks bench --op <block>` times. `--op` picks blocks (comma-separated).
 """
 
 import argparse
@@ -18,12 +20,72 @@ PROBLEMS = [
     ("gpt2_block", (4, 1024, 768), {"heads": 12}),
     ("gpt2_block", (4, 2048, 768), {"heads": 12}),
     ("llama_block", (4, 2048, 4096), {"heads": 32, "kv": 8, "ffn": 14336, "theta": 500000.0, "eps": 1e-5}),
+    ("gemma2_layer", (4, 2048, 2304), {"heads": 8, "kv": 4, "head_dim": 256, "ffn": 9216, "qscale": 256}),
+    ("gemma2_layer", (4, 2048, 2304), {"heads": 8, "kv": 4, "head_dim": 256, "ffn": 9216, "qscale": 256,
+                                       "window": 4096}),
+    ("zamba2_mlp", (4, 2048, 2560), {"ffn": 10240, "rank": 128}),
+    ("zamba2_attn_layer", (4, 2048, 2560), {"heads": 32, "ffn": 10240, "rank": 128}),
 ]
+# Blocks timed in bf16 only (real-model sizes whose f32 runs add nothing to the comparison).
+BF16_ONLY = {"llama_block", "gemma2_layer", "zamba2_mlp", "zamba2_attn_layer"}
+
+
+def causal_mask(s, window, dtype, device):
+    """[1, 1, S, S] additive mask as transformers builds it for eager attention: the dtype's
+    lowest value where key j > i (or j <= i - window)."""
+    i = torch.arange(s, device=device)[:, None]
+    j = torch.arange(s, device=device)[None, :]
+    keep = j <= i
+    if window is not None:
+        keep &= j > i - window
+    mask = torch.zeros(s, s, dtype=dtype, device=device)
+    mask.masked_fill_(~keep, torch.finfo(dtype).min)
+    return mask[None, None]
+
+
+def build_gemma2(shape, p, dtype, device):
+    from transformers import Gemma2Config
+    from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer, Gemma2RotaryEmbedding
+    _, s, e = shape
+    window = p.get("window")
+    config = Gemma2Config(hidden_size=e, num_attention_heads=p["heads"], num_key_value_heads=p["kv"],
+                          head_dim=p["head_dim"], intermediate_size=p["ffn"], num_hidden_layers=1,
+                          query_pre_attn_scalar=p["qscale"], sliding_window=window or 4096,
+                          layer_types=["sliding_attention" if window else "full_attention"],
+                          max_position_embeddings=max(8192, s))
+    config._attn_implementation = "eager"
+    module = Gemma2DecoderLayer(config, 0).to(device, dtype).eval()
+    rotary = Gemma2RotaryEmbedding(config).to(device)
+    mask = causal_mask(s, window, dtype, device)
+
+    def forward(m, x, pos):
+        return m(x, position_embeddings=rotary(x, pos), attention_mask=mask, position_ids=pos)
+    return module, forward
+
+
+def build_zamba2(op, shape, p, dtype, device):
+    from transformers import Zamba2Config
+    from transformers.models.zamba2.modeling_zamba2 import Zamba2AttentionDecoderLayer, Zamba2MLP
+    _, _, e = shape
+    config = Zamba2Config(hidden_size=e, num_attention_heads=p.get("heads", 32), intermediate_size=p["ffn"],
+                          adapter_rank=p["rank"], num_hidden_layers=1, layers_block_type=["hybrid"],
+                          num_mem_blocks=1)
+    config._attn_implementation = "sdpa"
+    if op == "zamba2_mlp":
+        module = Zamba2MLP(config, num_fwd_mem_blocks=1, block_id=0).to(device, dtype).eval()
+        return module, lambda m, x, pos: m(x, layer_idx=0)
+    module = Zamba2AttentionDecoderLayer(config, block_id=0, layer_idx=0).to(device, dtype).eval()
+    emb = torch.randn(shape, device=device, dtype=dtype)
+    return module, lambda m, x, pos: m(x, emb, layer_idx=0)
 
 
 def build(op, shape, p, dtype, device="cuda"):
     """(module, forward(m, x, pos)) on `device`."""
     _, s, e = shape
+    if op == "gemma2_layer":
+        return build_gemma2(shape, p, dtype, device)
+    if op.startswith("zamba2_"):
+        return build_zamba2(op, shape, p, dtype, device)
     if op == "gpt2_block":
         from transformers import GPT2Config
         from transformers.models.gpt2.modeling_gpt2 import GPT2Block
@@ -66,11 +128,13 @@ def main():
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
     parser.add_argument("--repetitions", type=int, default=20)
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--op", default="", help="blocks to time, comma-separated (default: all)")
     args = parser.parse_args()
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    only = {o for o in args.op.split(",") if o}
     for op, shape, p in PROBLEMS:
-        if op == "llama_block" and args.dtype != "bf16":
+        if (op in BF16_ONLY and args.dtype != "bf16") or (only and op not in only):
             continue
         module, forward = build(op, shape, p, dtype)
         b, s, e = shape
