@@ -129,9 +129,8 @@ Status mlstm(const Problem& problem, const std::vector<Tensor>& inputs, std::vec
   return Status::ok();
 }
 
-Result<std::vector<OutputBound>> mlstm_bounds(const Problem& problem, const std::vector<Tensor>& inputs) {
-  auto x = read_mlstm_operands(problem, inputs, {});
-  if (!x) return x.status();
+std::vector<OutputBound> mlstm_sequence_bounds(const MlstmOperands& xs, int64_t state_chunk) {
+  const MlstmOperands* x = &xs;
   const auto& d = x->d;
   const double eps = mlstm_dtype_eps(x->dtype);
   const double dot_error = 8 * std::sqrt(static_cast<double>(d.dqk)) * kU32;
@@ -151,9 +150,11 @@ Result<std::vector<OutputBound>> mlstm_bounds(const Problem& problem, const std:
         const double delta = mlstm_log_gate_error(c, gi, d.s, t, s, row.m);
         if (row.log_d[s] == row.m) delta_m = std::max(delta_m, delta);
         if (row.log_d[s] >= row.m - 2 * delta) m_err = std::max(m_err, row.m - row.log_d[s] + delta);
-        // The error of C~[t, s]: the score's f32 sum over DQK, the gate's exponent, and a
-        // state or product operand rounded to the dtype (eps x the magnitude of q_t . k_s).
-        const double state = eps * row.dgate[s] * row.score_abs[s];
+        // The error of C~[t, s]: the score's f32 sum over DQK, the gate's exponent, and for a
+        // token of an earlier chunk the state rounded to the dtype for the product with q_t
+        // (eps x the magnitude of q_t . k_s).
+        const bool in_state = state_chunk > 0 && s < t / state_chunk * state_chunk;
+        const double state = in_state ? eps * row.dgate[s] * row.score_abs[s] : 0.0;
         const double gated = row.dgate[s] * (dot_error * row.score_abs[s] + std::fabs(row.score[s]) * delta) + state;
         const double abs_c = std::fabs(row.ctilde[s]);
         const double* v = x->v.data() + (r * d.s + s) * d.dv;
@@ -183,7 +184,13 @@ Result<std::vector<OutputBound>> mlstm_bounds(const Problem& problem, const std:
   OutputBound h{eps, h_atol, 2, h_floor};
   OutputBound n{e32, n_atol, 2, n_floor + e32 * n_max};
   OutputBound m{e32, m_atol, 2, m_atol};
-  return std::vector<OutputBound>{h, n, m};
+  return {h, n, m};
+}
+
+Result<std::vector<OutputBound>> mlstm_bounds(const Problem& problem, const std::vector<Tensor>& inputs) {
+  auto x = read_mlstm_operands(problem, inputs, {});
+  if (!x) return x.status();
+  return mlstm_sequence_bounds(*x, 0);
 }
 
 }  // namespace dnnb::reference

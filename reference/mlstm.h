@@ -70,6 +70,11 @@ double mlstm_log_gate_error(const std::vector<double>& c, const std::vector<doub
                             int64_t s, double m);
 // c[s] = sum_{r <= s} logsigmoid(f[r]) of head r.
 std::vector<double> mlstm_cumulative_gates(const MlstmOperands& x, int64_t r);
+// The bounds of h, n and m of the parallel form on x (docs/numerics.md, "mLSTM"). With
+// state_chunk = L > 0, a token s of an earlier chunk than t's (chunks of L tokens) reaches h[t]
+// through a state rounded to the dtype for the product with q (the chunkwise form's tensor-core
+// products), which adds eps x D scale sum |q_t k_s| per term.
+std::vector<OutputBound> mlstm_sequence_bounds(const MlstmOperands& x, int64_t state_chunk);
 // 2^-23 (f32), 2^-10 (f16), 2^-7 (bf16): one rounding to the dtype, relative.
 double mlstm_dtype_eps(DType dtype);
 
