@@ -1,0 +1,249 @@
+// What the CUDA mLSTM kernels share (mlstm.cu, mlstm_chunkwise.cu, mlstm_step.cu, mlstm_bwd.cu;
+// suites/ops/mlstm_desc.h): the problem as the kernels see it (MlstmArgs: sizes, every operand
+// with its strides), the gates of one tile of the sequence, and the host side (operands from a
+// call's tensors, the registration).
+//
+// The chunkwise recurrence (NX-AI mlstm_kernels, torch/chunkwise/native/fw.py) in tile-local
+// form. For a tile of L positions t0 .. t0 + L - 1 and the stabiliser m_prev of the state C, n
+// before it (0 before the first tile, the package's initial value):
+//   b[p]  = sum_{u <= p} logsigmoid(f[t0 + u])        (tile-local cumulative sum, f32)
+//   a[p]  = i[t0 + p] - b[p]
+//   mm[p] = max(m_prev, max_{u <= p} a[u])            (a prefix max: no L x L max)
+// The package's row stabiliser is m_comb[p] = b[p] + mm[p], so
+//   D[p, u]   = exp(b[p] - b[u] + i[u] - m_comb[p]) = exp(a[u] - mm[p])   (u <= p)
+//   inter[p]  = exp(b[p] + m_prev - m_comb[p])      = exp(m_prev - mm[p])
+// and the state update (its amax = b[L-1] + max_u a[u], m_next = max(g + m_prev, amax)):
+//   abar[u] = exp(a[u] - mm[L-1]), gl = exp(m_prev - mm[L-1]), m_next = b[L-1] + mm[L-1].
+// Every exponent is a difference of tile-local quantities (a tile's cumulative sum, not the
+// sequence's, which reaches -1e4), so f32 keeps them accurate.
+//
+// The outputs do not depend on the tile length in exact arithmetic: by induction m_prev after
+// position t is c[t] + max(0, max_{s <= t} (i[s] - c[s])) (c the sequence's cumulative sum),
+// whatever the chunking, so m_comb, h and the last states (C, n scaled by exp(-m_last)) are
+// those of any chunk length; the kernels use their own tile length (64 on the tensor cores, 32
+// on the FMA units) and chunk= changes only roundings.
+//
+// The parallel form (op mlstm) is the same computation with a second stabiliser track: its
+// m[t] = c[t] + max_{s <= t} (i[s] - c[s]), i.e. r_prev instead of m_prev with r_prev = -inf
+// before the first tile (mmp[p] = max(r_prev, max_{u<=p} a[u]), m[p] = b[p] + mmp[p]). With
+// E = exp(mm - mmp) >= 1, its sum of C[t, s] is the chunkwise one times E, so
+// n = max(|rowsum|, exp(-m)) = n_chunk E and h = acc / (n_chunk + eps / E): the parallel h,
+// n and m exactly, from the chunkwise state.
+#pragma once
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "suites/ops/mlstm_desc.h"
+
+namespace dnnb::cuda_kernels::mlstm {
+
+// One operand: element (b, h, s, e) at data + b sb + h sh + s ss + e se (elements); gates and
+// per-row outputs [B, NH, S] have se = 0; the states: c [B, NH, DQK, DV] (row d at d ss),
+// n [B, NH, DQK] (d at d ss), m [B, NH].
+struct Operand {
+  void* data = nullptr;
+  int64_t sb = 0, sh = 0, ss = 0, se = 0;
+
+  template <typename T>
+  __device__ __forceinline__ T* head(int b, int h) const {
+    return static_cast<T*>(data) + b * sb + h * sh;
+  }
+};
+
+struct MlstmArgs {
+  int batch = 1, heads = 1, s = 1, dqk = 1, dv = 1;
+  float scale = 1.f, eps = 1e-6f;
+  Operand q, k, v, i, f;
+  Operand h;                            // [B, NH, S, DV]
+  Operand n_out, m_out;                 // mlstm: n, m [B, NH, S]
+  Operand c_last, n_last, m_last;       // mlstm_chunkwise: the last states
+};
+
+inline constexpr float kNegInf = -INFINITY;
+
+// logsigmoid(x) = min(x, 0) - log1p(exp(-|x|)): no overflow for any x, accurate near 0.
+__device__ __forceinline__ float log_sigmoid(float x) { return fminf(x, 0.f) - log1pf(expf(-fabsf(x))); }
+
+// Inclusive warp scans (sum, max) over the lanes in lane order.
+__device__ __forceinline__ float warp_scan_sum(float x, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const float y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x += y;
+  }
+  return x;
+}
+__device__ __forceinline__ float warp_scan_max(float x, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const float y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x = fmaxf(x, y);
+  }
+  return x;
+}
+
+// The gates of one tile of L positions (above), as the kernels read them from shared memory.
+template <int L>
+struct TileGates {
+  float a[L];      // i - b; -inf past the sequence
+  float mm[L];     // chunkwise stabiliser (tile-local part)
+  float inter[L];  // exp(m_prev - mm): weight of the state before the tile
+  float mcomb[L];  // b + mm: the package's row stabiliser m_comb
+  float abar[L];   // exp(a - mm[L-1]): weight of key u in the state after the tile
+  float mpar[L];   // parallel form: its m (b + mmp)
+  float epsf[L];   // parallel form: 1 / E = exp(mmp - mm), the factor on eps
+  float gl;        // exp(m_prev - mm[L-1]): the decay of the state over the tile
+};
+
+// Raw gate values of one tile for lane `lane` of a warp (positions lane + 32 j), loaded by the
+// warp that prepares the gates one tile ahead of their use.
+template <int L>
+struct GateRegs {
+  float i[L / 32], f[L / 32];
+};
+
+template <int L>
+__device__ __forceinline__ void load_gate_regs(GateRegs<L>& r, const float* ig, const float* fg, int64_t i_ss,
+                                               int64_t f_ss, int t0, int s, int lane) {
+#pragma unroll
+  for (int j = 0; j < L / 32; ++j) {
+    const int t = t0 + lane + 32 * j;
+    r.i[j] = t < s ? ig[static_cast<int64_t>(t) * i_ss] : 0.f;
+    r.f[j] = t < s ? fg[static_cast<int64_t>(t) * f_ss] : 0.f;
+  }
+}
+
+// One warp turns a tile's raw gates into TileGates and advances the stabilisers m_prev (the
+// chunkwise one) and r_prev (the parallel form's), which every lane holds. Positions past the
+// sequence (t0 + p >= s) add nothing to b and have a = -inf, so the weights of their keys are 0.
+template <int L>
+__device__ __forceinline__ void prep_gates(TileGates<L>& gt, const GateRegs<L>& r, int t0, int s, int lane,
+                                           float& m_prev, float& r_prev) {
+  float carry_b = 0.f, carry_a = kNegInf;
+  float mm_last = 0.f, mmp_last = 0.f, b_last = 0.f;
+#pragma unroll
+  for (int j = 0; j < L / 32; ++j) {
+    const int p = lane + 32 * j;
+    const bool valid = t0 + p < s;
+    const float ls = valid ? log_sigmoid(r.f[j]) : 0.f;
+    const float b = warp_scan_sum(ls, lane) + carry_b;
+    const float a = valid ? r.i[j] - b : kNegInf;
+    const float amax = fmaxf(warp_scan_max(a, lane), carry_a);
+    carry_b = __shfl_sync(0xffffffffu, b, 31);
+    carry_a = __shfl_sync(0xffffffffu, amax, 31);
+    const float mm = fmaxf(m_prev, amax);
+    const float mmp = fmaxf(r_prev, amax);
+    gt.a[p] = a;
+    gt.mm[p] = mm;
+    gt.inter[p] = expf(m_prev - mm);
+    gt.mcomb[p] = b + mm;
+    gt.mpar[p] = b + mmp;
+    gt.epsf[p] = mmp == kNegInf ? 0.f : expf(mmp - mm);
+    mm_last = __shfl_sync(0xffffffffu, mm, 31);
+    mmp_last = __shfl_sync(0xffffffffu, mmp, 31);
+    b_last = carry_b;
+  }
+#pragma unroll
+  for (int j = 0; j < L / 32; ++j) {
+    const int p = lane + 32 * j;
+    gt.abar[p] = expf(gt.a[p] - mm_last);  // own lane's writes above: no barrier needed
+  }
+  if (lane == 0) gt.gl = expf(m_prev - mm_last);
+  m_prev = b_last + mm_last;
+  r_prev = b_last + mmp_last;
+}
+
+// h's normaliser of a row: max(|den|, exp(-m_comb)) (the package's n of the chunkwise form).
+__device__ __forceinline__ float row_norm(float den, float mcomb) { return fmaxf(fabsf(den), expf(-mcomb)); }
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+inline Result<Operand> operand_of(const Tensor& t, DType dtype, const Shape& shape, const std::string& op,
+                                  const char* name) {
+  DNNB_TRY(expect_tensor(t, dtype, name));
+  if (t.shape != shape || t.strides.size() != shape.size())
+    return Status::bad_input("cuda " + op + ": " + name + " is " + t.describe() + ", expected shape " +
+                             shape_to_string(shape));
+  Operand o;
+  o.data = data_ptr<unsigned char>(t);
+  const auto& s = t.strides;
+  if (shape.size() >= 1) o.sb = s[0];
+  if (shape.size() >= 2) o.sh = s[1];
+  if (shape.size() >= 3) o.ss = s[2];
+  if (shape.size() >= 4) o.se = s[3];
+  return o;
+}
+
+// The sizes of a problem; unsupported where the kernels' 32-bit indices do not reach.
+inline Result<MlstmArgs> mlstm_shape(const Problem& problem) {
+  auto d = ops::mlstm_desc(problem);
+  if (!d) return d.status();
+  if (d->s > (1 << 30) || d->dqk > (1 << 20) || d->dv > (1 << 20) || d->batch * d->heads > INT_MAX / 64)
+    return Status::unsupported("cuda " + problem.op + ": " + problem.to_string() +
+                               " exceeds the kernels' 32-bit indices");
+  MlstmArgs a;
+  a.batch = static_cast<int>(d->batch);
+  a.heads = static_cast<int>(d->heads);
+  a.s = static_cast<int>(d->s);
+  a.dqk = static_cast<int>(d->dqk);
+  a.dv = static_cast<int>(d->dv);
+  a.scale = static_cast<float>(d->scale());
+  a.eps = static_cast<float>(d->eps);
+  return a;
+}
+
+// The inputs q, k, v, i, f of mlstm and mlstm_chunkwise and the counts of a call's operands.
+inline Result<MlstmArgs> mlstm_inputs(const OpCall& call, size_t n_out) {
+  auto a = mlstm_shape(call.problem);
+  if (!a) return a.status();
+  auto d = ops::mlstm_desc(call.problem);
+  const std::string& op = call.problem.op;
+  if (call.inputs.size() != 5 || call.outputs.size() != n_out)
+    return Status::bad_input("cuda " + op + ": " + std::to_string(call.inputs.size()) + " inputs and " +
+                             std::to_string(call.outputs.size()) + " outputs, the signature has 5 and " +
+                             std::to_string(n_out));
+  const DType t = call.problem.dtype;
+  auto q = operand_of(call.inputs[0], t, ops::mlstm_qk_shape(*d), op, "q");
+  auto k = operand_of(call.inputs[1], t, ops::mlstm_qk_shape(*d), op, "k");
+  auto v = operand_of(call.inputs[2], t, ops::mlstm_v_shape(*d), op, "v");
+  auto i = operand_of(call.inputs[3], DType::f32, ops::mlstm_gate_shape(*d), op, "i");
+  auto f = operand_of(call.inputs[4], DType::f32, ops::mlstm_gate_shape(*d), op, "f");
+  for (const auto* r : {&q, &k, &v, &i, &f})
+    if (!*r) return r->status();
+  a->q = *q, a->k = *k, a->v = *v, a->i = *i, a->f = *f;
+  auto h = operand_of(call.outputs[0], t, ops::mlstm_v_shape(*d), op, "h");
+  if (!h) return h.status();
+  a->h = *h;
+  return a;
+}
+
+// Registers the CUDA default of an mLSTM op (f32, f16, bf16) with its arithmetic unit per
+// problem; `extra` adds the op's own shape limits to supports().
+inline bool register_mlstm(const std::string& op, std::function<Status(OpCall&)> run,
+                           std::function<std::string(const Problem&)> unit,
+                           std::function<Status(const Problem&)> extra) {
+  Implementation impl;
+  impl.op = op;
+  impl.backend = "cuda";
+  impl.dtypes = {DType::f32, DType::f16, DType::bf16};
+  impl.supports = [op, extra](const Problem& problem, const DeviceRuntime& device) {
+    if (device.info().kind != DeviceKind::cuda)
+      return Status::unsupported("cuda kernels run on CUDA devices, not " + device.info().id);
+    if (problem.dtype != DType::f32 && problem.dtype != DType::f16 && problem.dtype != DType::bf16)
+      return Status::unsupported("cuda " + op + " has no " + dtype_name(problem.dtype) + " kernel");
+    auto a = mlstm_shape(problem);
+    if (!a) return a.status();
+    return extra ? extra(problem) : Status::ok();
+  };
+  impl.run = std::move(run);
+  impl.compute_unit_for = [unit = std::move(unit)](const Problem& problem, const DeviceRuntime&) {
+    return unit(problem);
+  };
+  return Registry::instance().add_implementation(std::move(impl));
+}
+
+}  // namespace dnnb::cuda_kernels::mlstm

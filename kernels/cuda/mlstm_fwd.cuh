@@ -1,0 +1,83 @@
+// The launch of the mLSTM forward (mlstm_mma.cuh, mlstm_fma.cuh) that mlstm.cu (kParallel:
+// rows' n and m) and mlstm_chunkwise.cu (the last states) share:
+//   f16/bf16 with DQK in {64, 128, 256} and DV a multiple of the block's v columns (64; 32 at
+//     DQK 256): the tensor-core kernel;
+//   f32, and other f16/bf16 head dims with DQK <= 256: the FMA kernel.
+#pragma once
+#include "kernels/cuda/mlstm_fma.cuh"
+#include "kernels/cuda/mlstm_mma.cuh"
+#include "suites/ops/gemm_desc.h"
+
+namespace dnnb::cuda_kernels::mlstm {
+
+inline int mma_dvt(int dqk) { return dqk >= 256 ? kMmaDvt<256> : kMmaDvt<128>; }
+
+inline bool fwd_uses_mma(DType t, int dqk, int dv) {
+  return t != DType::f32 && (dqk == 64 || dqk == 128 || dqk == 256) && dv % mma_dvt(dqk) == 0;
+}
+
+// The forward's shape limit: q and k rows of up to 256 in shared memory (FMA kernel).
+inline Status fwd_limits(const Problem& problem) {
+  auto a = mlstm_shape(problem);
+  if (!a) return a.status();
+  if (a->dqk > kFmaMaxDqk)
+    return Status::unsupported("cuda " + problem.op + ": DQK up to " + std::to_string(kFmaMaxDqk) +
+                               " (q and k tiles in shared memory), got " + std::to_string(a->dqk));
+  return Status::ok();
+}
+
+inline std::string fwd_unit(const Problem& problem) {
+  auto a = mlstm_shape(problem);
+  if (a && fwd_uses_mma(problem.dtype, a->dqk, a->dv)) return ops::tensor_core_unit(problem);
+  return "f32_fma";
+}
+
+inline Status check_blocks(const std::string& op, int64_t blocks) {
+  if (blocks > INT_MAX) return Status::unsupported("cuda " + op + ": " + std::to_string(blocks) + " blocks exceed the grid");
+  return Status::ok();
+}
+
+template <typename T, int DQK, bool kParallel>
+Status launch_fwd_mma(const CudaDevice& device, const MlstmArgs& a, const std::string& op) {
+  constexpr int DVT = kMmaDvt<DQK>;
+  constexpr int kSmem = MmaLayout<DQK, DVT>::kSmem;
+  const int64_t blocks = static_cast<int64_t>(a.batch) * a.heads * (a.dv / DVT);
+  DNNB_TRY(check_blocks(op, blocks));
+  auto kernel = mlstm_fwd_mma_kernel<T, DQK, DVT, kParallel>;
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, kSmem, device.stream()>>>(a, mma_paths(a));
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <typename T, bool kParallel>
+Status launch_fwd_fma(const CudaDevice& device, const MlstmArgs& a, const std::string& op) {
+  const FmaLayout lay = fma_layout(a.dqk);
+  const int64_t blocks = static_cast<int64_t>(a.batch) * a.heads * ceil_div(a.dv, kFmaDvt);
+  DNNB_TRY(check_blocks(op, blocks));
+  auto kernel = mlstm_fwd_fma_kernel<T, kParallel>;
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(lay.bytes)));
+  kernel<<<static_cast<unsigned>(blocks), kFmaThreads, lay.bytes, device.stream()>>>(a, lay);
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <bool kParallel>
+Status launch_fwd(const CudaDevice& device, const MlstmArgs& a, DType dtype, const std::string& op) {
+  DNNB_TRY(dispatch_float(dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (fwd_uses_mma(dtype, a.dqk, a.dv)) {
+        switch (a.dqk) {
+          case 64: return launch_fwd_mma<T, 64, kParallel>(device, a, op);
+          case 128: return launch_fwd_mma<T, 128, kParallel>(device, a, op);
+          default: return launch_fwd_mma<T, 256, kParallel>(device, a, op);
+        }
+      }
+    }
+    return launch_fwd_fma<T, kParallel>(device, a, op);
+  }));
+  return Status::ok();
+}
+
+}  // namespace dnnb::cuda_kernels::mlstm
