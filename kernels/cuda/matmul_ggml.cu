@@ -38,7 +38,10 @@
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
 #include "suites/ops/matmul_ggml_desc.h"
@@ -320,11 +323,26 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   return Status::ok();
 }
 
+#include "kernels/cuda/matmul_ggml_bulk.cuh"
+
+// DNNB_CUDA_GGML_VARIANT picks the matvec, read once: "ring" (ggml_matvec, the default) or
+// "bulk" (ggml_matvec_bulk where it applies: M <= 16, w's rows whole 16-byte chunks at 16-byte
+// aligned addresses; ggml_matvec elsewhere). Anything else is refused by name.
+const std::string& matvec_variant() {
+  static const std::string v = [] {
+    const char* e = std::getenv("DNNB_CUDA_GGML_VARIANT");
+    return std::string(e && *e ? e : "ring");
+  }();
+  return v;
+}
+
 Status run_matmul_ggml(OpCall& call) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto d = ops::matmul_ggml_desc(call.problem);
   if (!d) return d.status();
+  if (matvec_variant() != "ring" && matvec_variant() != "bulk")
+    return Status::bad_input("cuda matmul_ggml: DNNB_CUDA_GGML_VARIANT=" + matvec_variant() + " is not ring or bulk");
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
     return Status::bad_input("cuda matmul_ggml: expected inputs w, x and output y");
   const Tensor& w = call.inputs[0];
@@ -374,6 +392,14 @@ Status run_matmul_ggml(OpCall& call) {
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
   const bool q8 = d->w == DType::q8_0;
+  const bool bulk = matvec_variant() == "bulk" && d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(p.w) % 16 == 0;
+  if (bulk) {
+    Status launched = nt == 1 ? (q8 ? launch_matvec_bulk<true, 1>(**device, p) : launch_matvec_bulk<false, 1>(**device, p))
+                              : (q8 ? launch_matvec_bulk<true, 2>(**device, p) : launch_matvec_bulk<false, 2>(**device, p));
+    if (!launched.is_ok()) return launched;
+    return scratch->release();
+  }
   Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
                             : (q8 ? launch_matvec<true, 2, kRing>(**device, p) : launch_matvec<false, 2, kRing>(**device, p));
   if (!launched.is_ok()) return launched;
