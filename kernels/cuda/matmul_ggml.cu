@@ -37,6 +37,9 @@
 // 1.5 x 2^23 bias instead of the quarter-rate I2F). The warps' sums are added through shared
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
+//
+// DNNB_CUDA_GGML_VARIANT=bulk swaps in ggml_matvec_bulk (matmul_ggml_bulk.cuh: w staged by the
+// bulk-copy engine, one block an SM) where M <= 16 and w's rows are whole 16-byte chunks.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -371,10 +374,19 @@ Status run_matmul_ggml(OpCall& call) {
   auto* xq = scratch->as<int8_t>();
   auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
+  // The bulk matvec runs where M fits one token tile and w's rows are whole, 16-byte aligned
+  // 16-byte chunks. Its quantiser then asks for the SM's largest shared-memory carveout too, the
+  // one the matvec needs, so the matvec's blocks (launched while the quantiser runs) need no
+  // change of an SM's carveout to start beside it.
+  const bool bulk = matvec_variant() == "bulk" && d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 16 == 0;
   QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
+    if (bulk)
+      DNNB_CUDA_TRY(cudaFuncSetAttribute(ggml_quantize_x<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
     ggml_quantize_x<T><<<q_grid, 256, 0, (*device)->stream()>>>(qa);
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
@@ -392,8 +404,6 @@ Status run_matmul_ggml(OpCall& call) {
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
   const bool q8 = d->w == DType::q8_0;
-  const bool bulk = matvec_variant() == "bulk" && d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(p.w) % 16 == 0;
   if (bulk) {
     Status launched = nt == 1 ? (q8 ? launch_matvec_bulk<true, 1>(**device, p) : launch_matvec_bulk<false, 1>(**device, p))
                               : (q8 ? launch_matvec_bulk<true, 2>(**device, p) : launch_matvec_bulk<false, 2>(**device, p));

@@ -196,6 +196,7 @@ Status launch_matvec_bulk(const CudaDevice& device, const MatvecArgs& p) {
   const auto kernel = &ggml_matvec_bulk<kQ8, kNT>;
   constexpr int kSmem = bulk_smem_bytes<kQ8, kNT>();
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(ceil_div(p.n, kRows), device.sm_count())));
   config.blockDim = dim3(kBulkThreads);
