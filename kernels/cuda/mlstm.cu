@@ -22,7 +22,7 @@ Status run_mlstm(OpCall& call) {
   if (!m) return m.status();
   a->n_out = *n;
   a->m_out = *m;
-  return launch_fwd<true>(**device, *a, call.problem.dtype, op);
+  return launch_fwd<true>(**device, *a, call.problem.dtype, d->chunk, op);
 }
 
 DNNB_REGISTER(register_mlstm("mlstm", run_mlstm, fwd_unit, fwd_limits));

@@ -10,10 +10,13 @@
 
 namespace dnnb::cuda_kernels::mlstm {
 
-inline int mma_dvt(int dqk) { return dqk >= 256 ? kMmaDvt<256> : kMmaDvt<128>; }
+// Whether the tensor-core kernel splits the state's roundings (mlstm_mma.cuh, "Rounding").
+inline bool fwd_split(bool parallel, int64_t chunk) { return parallel || 64 % chunk != 0; }
 
-inline bool fwd_uses_mma(DType t, int dqk, int dv) {
-  return t != DType::f32 && (dqk == 64 || dqk == 128 || dqk == 256) && dv % mma_dvt(dqk) == 0;
+inline int mma_dvt(int dqk, bool split) { return dqk >= 256 || split ? kMmaDvt<256, true> : kMmaDvt<128, false>; }
+
+inline bool fwd_uses_mma(DType t, int dqk, int dv, bool split) {
+  return t != DType::f32 && (dqk == 64 || dqk == 128 || dqk == 256) && dv % mma_dvt(dqk, split) == 0;
 }
 
 // The forward's shape limit: q and k rows of up to 256 in shared memory (FMA kernel).
@@ -28,7 +31,9 @@ inline Status fwd_limits(const Problem& problem) {
 
 inline std::string fwd_unit(const Problem& problem) {
   auto a = mlstm_shape(problem);
-  if (a && fwd_uses_mma(problem.dtype, a->dqk, a->dv)) return ops::tensor_core_unit(problem);
+  auto d = ops::mlstm_desc(problem);
+  if (a && d && fwd_uses_mma(problem.dtype, a->dqk, a->dv, fwd_split(problem.op == "mlstm", d->chunk)))
+    return ops::tensor_core_unit(problem);
   return "f32_fma";
 }
 
@@ -37,13 +42,13 @@ inline Status check_blocks(const std::string& op, int64_t blocks) {
   return Status::ok();
 }
 
-template <typename T, int DQK, bool kParallel>
+template <typename T, int DQK, bool kParallel, bool kSplit>
 Status launch_fwd_mma(const CudaDevice& device, const MlstmArgs& a, const std::string& op) {
-  constexpr int DVT = kMmaDvt<DQK>;
-  constexpr int kSmem = MmaLayout<DQK, DVT>::kSmem;
+  constexpr int DVT = kMmaDvt<DQK, kSplit>;
+  constexpr int kSmem = MmaLayout<DQK, DVT, kSplit>::kSmem;
   const int64_t blocks = static_cast<int64_t>(a.batch) * a.heads * (a.dv / DVT);
   DNNB_TRY(check_blocks(op, blocks));
-  auto kernel = mlstm_fwd_mma_kernel<T, DQK, DVT, kParallel>;
+  auto kernel = mlstm_fwd_mma_kernel<T, DQK, DVT, kParallel, kSplit>;
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, kSmem, device.stream()>>>(a, mma_paths(a));
   DNNB_CUDA_CHECK_LAUNCH();
@@ -62,16 +67,28 @@ Status launch_fwd_fma(const CudaDevice& device, const MlstmArgs& a, const std::s
   return Status::ok();
 }
 
+template <typename T, bool kParallel, bool kSplit>
+Status launch_fwd_mma_dqk(const CudaDevice& device, const MlstmArgs& a, const std::string& op) {
+  switch (a.dqk) {
+    case 64: return launch_fwd_mma<T, 64, kParallel, kSplit>(device, a, op);
+    case 128: return launch_fwd_mma<T, 128, kParallel, kSplit>(device, a, op);
+    default: return launch_fwd_mma<T, 256, kParallel, kSplit>(device, a, op);
+  }
+}
+
+// chunk: the problem's chunk= (mlstm_chunkwise; ignored for mlstm, which always splits).
 template <bool kParallel>
-Status launch_fwd(const CudaDevice& device, const MlstmArgs& a, DType dtype, const std::string& op) {
+Status launch_fwd(const CudaDevice& device, const MlstmArgs& a, DType dtype, int64_t chunk, const std::string& op) {
   DNNB_TRY(dispatch_float(dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, float>) {
-      if (fwd_uses_mma(dtype, a.dqk, a.dv)) {
-        switch (a.dqk) {
-          case 64: return launch_fwd_mma<T, 64, kParallel>(device, a, op);
-          case 128: return launch_fwd_mma<T, 128, kParallel>(device, a, op);
-          default: return launch_fwd_mma<T, 256, kParallel>(device, a, op);
+      const bool split = fwd_split(kParallel, chunk);
+      if (fwd_uses_mma(dtype, a.dqk, a.dv, split)) {
+        if constexpr (kParallel) {
+          return launch_fwd_mma_dqk<T, true, true>(device, a, op);
+        } else {
+          return split ? launch_fwd_mma_dqk<T, false, true>(device, a, op)
+                       : launch_fwd_mma_dqk<T, false, false>(device, a, op);
         }
       }
     }

@@ -18,6 +18,14 @@
 // tile's gates (a warp scan) during a tile, so their sequential chain stays off the barriers.
 // The last tile's state is c_last, n_last, m_last (chunkwise), or the rows' n and m are written
 // (parallel form). Tiles past the sequence are zero-filled (q, k, v) with a = -inf.
+//
+// Rounding. P is rounded to the dtype for P v (as FlashAttention rounds p). The state's two
+// roundings (abar k for the update, C for q C_prev) are what mlstm_chunkwise's tolerance allows
+// for tokens of earlier chunks (docs/numerics.md, "mLSTM"); so they are taken as they are only
+// when every earlier tile's token is in an earlier chunk, i.e. the chunk divides 64. Otherwise,
+// and for mlstm (whose tolerance has no state term), kSplit carries each of the two as a hi and
+// a lo part in the dtype (hi + lo is the f32 value to about 2^-16): twice the mma work for q C
+// and the update, which a block of 32 v columns keeps within two blocks an SM.
 #pragma once
 #include "kernels/cuda/gemm_mma.cuh"
 #include "kernels/cuda/mlstm_common.cuh"
@@ -38,20 +46,21 @@ using sdpa::swizzled;
 inline constexpr int kMmaL = 64, kMmaThreads = 128;
 static_assert(kMmaThreads == sdpa::kMmaThreads, "load_tile's block");
 
-// v columns a block takes: C's DQK x DVT f32 share of a warp stays at 64 registers.
-template <int DQK>
-inline constexpr int kMmaDvt = DQK >= 256 ? 32 : 64;
+// v columns a block takes: C's DQK x DVT f32 share of a warp stays at 64 registers, and with
+// kSplit (two C tiles in shared memory) two blocks still fit an SM at DQK 128.
+template <int DQK, bool kSplit>
+inline constexpr int kMmaDvt = DQK >= 256 || kSplit ? 32 : 64;
 
-template <int DQK, int DVT>
+template <int DQK, int DVT, bool kSplit>
 struct MmaLayout {
   static constexpr int kQBytes = kMmaL * DQK * 2;
   static constexpr int kKBytes = kMmaL * DQK * 2;
   static constexpr int kVBytes = kMmaL * DVT * 2;
   static constexpr int kStageBytes = kQBytes + kKBytes + kVBytes;
-  static constexpr int kCBytes = DQK * DVT * 2;
+  static constexpr int kCBytes = DQK * DVT * 2;  // one C tile; kSplit: hi, then lo
   static constexpr int kGateBytes = static_cast<int>(sizeof(TileGates<kMmaL>) + 15) / 16 * 16;
   static constexpr int kC = 2 * kStageBytes;
-  static constexpr int kN = kC + kCBytes;
+  static constexpr int kN = kC + (kSplit ? 2 : 1) * kCBytes;
   static constexpr int kGates = kN + DQK * 4;
   static constexpr int kSmem = kGates + 2 * kGateBytes;
 };
@@ -88,11 +97,17 @@ __device__ __forceinline__ float2 unpack2(uint32_t x) {
   }
 }
 
-// The two 16-bit elements of x times w0 (low) and w1 (high), each rounded once.
-template <typename T>
-__device__ __forceinline__ uint32_t scale_pair(uint32_t x, float w0, float w1) {
+// The two 16-bit elements of x times w0 (low) and w1 (high), each rounded once to hi; lo (with
+// kSplit) the rounded remainders, so that hi + lo is the f32 product to about 2^-16 relative.
+template <typename T, bool kSplit>
+__device__ __forceinline__ void scale_pair(uint32_t x, float w0, float w1, uint32_t& hi, uint32_t& lo) {
   const float2 f = unpack2<T>(x);
-  return pack2<T>(f.x * w0, f.y * w1);
+  const float p0 = f.x * w0, p1 = f.y * w1;
+  hi = pack2<T>(p0, p1);
+  if constexpr (kSplit) {
+    const float2 h = unpack2<T>(hi);
+    lo = pack2<T>(p0 - h.x, p1 - h.y);
+  }
 }
 
 template <typename T>
@@ -100,9 +115,9 @@ __device__ __forceinline__ float elem_float(const unsigned char* tile, uint32_t 
   return to_float(*reinterpret_cast<const T*>(tile + byte));
 }
 
-template <typename T, int DQK, int DVT, bool kParallel>
+template <typename T, int DQK, int DVT, bool kParallel, bool kSplit>
 __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmArgs p, const MmaPaths paths) {
-  using Lay = MmaLayout<DQK, DVT>;
+  using Lay = MmaLayout<DQK, DVT, kSplit>;
   constexpr int L = kMmaL;
   constexpr int kMt = DQK / 64;  // 16-row tiles of C per warp
   extern __shared__ __align__(128) unsigned char smem[];
@@ -171,7 +186,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
     const unsigned char* qt = q_tile(st);
     const unsigned char* kt = k_tile(st);
     const uint32_t q_s = smem_addr(qt), k_s = smem_addr(kt), v_s = smem_addr(v_tile(st));
-    const uint32_t c_s = smem_addr(c_tile);
+    const uint32_t c_s = smem_addr(c_tile), c_lo_s = c_s + Lay::kCBytes;
 
     // 1: S = Q K^T over the key tiles up to the warp's own.
     float s[L / 8][4];
@@ -233,9 +248,15 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
 #pragma unroll
       for (int jj = 0; jj < DVT / 16; ++jj) {
         uint32_t r[4];
-        ldmatrix_x4_trans(r, c_s + swizzled<DVT>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4)));
+        const uint32_t off = swizzled<DVT>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4));
+        ldmatrix_x4_trans(r, c_s + off);
         mma_16816<T>(o[2 * jj], af, r[0], r[1]);
         mma_16816<T>(o[2 * jj + 1], af, r[2], r[3]);
+        if constexpr (kSplit) {
+          ldmatrix_x4_trans(r, c_lo_s + off);
+          mma_16816<T>(o[2 * jj], af, r[0], r[1]);
+          mma_16816<T>(o[2 * jj + 1], af, r[2], r[3]);
+        }
       }
     }
     // q . n_prev for the two rows: lane t takes 16-byte chunks t, t + 4, ... of each row.
@@ -321,7 +342,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       if (t0 + kk * 16 >= p.s) break;  // keys past the sequence weigh 0
       const float w0 = gt.abar[kk * 16 + 2 * t], w1 = gt.abar[kk * 16 + 2 * t + 1];
       const float w8 = gt.abar[kk * 16 + 2 * t + 8], w9 = gt.abar[kk * 16 + 2 * t + 9];
-      uint32_t af[kMt][4];
+      uint32_t af[kMt][4], al[kMt][4];
 #pragma unroll
       for (int mi = 0; mi < kMt; ++mi) {
         // A = K^T (rows dqk, columns keys), stored as key rows: matrices (dqk 0-7, keys 0-7),
@@ -329,10 +350,10 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
         const int krow = kk * 16 + (lane & 7) + ((lane >> 4) << 3);
         const int col = warp * (DQK / 4) + mi * 16 + (((lane >> 3) & 1) << 3);
         ldmatrix_x4_trans(af[mi], k_s + swizzled<DQK>(krow, col >> 3));
-        af[mi][0] = scale_pair<T>(af[mi][0], w0, w1);
-        af[mi][1] = scale_pair<T>(af[mi][1], w0, w1);
-        af[mi][2] = scale_pair<T>(af[mi][2], w8, w9);
-        af[mi][3] = scale_pair<T>(af[mi][3], w8, w9);
+        scale_pair<T, kSplit>(af[mi][0], w0, w1, af[mi][0], al[mi][0]);
+        scale_pair<T, kSplit>(af[mi][1], w0, w1, af[mi][1], al[mi][1]);
+        scale_pair<T, kSplit>(af[mi][2], w8, w9, af[mi][2], al[mi][2]);
+        scale_pair<T, kSplit>(af[mi][3], w8, w9, af[mi][3], al[mi][3]);
       }
 #pragma unroll
       for (int jj = 0; jj < DVT / 16; ++jj) {
@@ -342,6 +363,10 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
         for (int mi = 0; mi < kMt; ++mi) {
           mma_16816<T>(cacc[mi][2 * jj], af[mi], r[0], r[1]);
           mma_16816<T>(cacc[mi][2 * jj + 1], af[mi], r[2], r[3]);
+          if constexpr (kSplit) {
+            mma_16816<T>(cacc[mi][2 * jj], al[mi], r[0], r[1]);
+            mma_16816<T>(cacc[mi][2 * jj + 1], al[mi], r[2], r[3]);
+          }
         }
       }
     }
@@ -362,8 +387,14 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int row = warp * (DQK / 4) + mi * 16 + g + 8 * r;
-          *reinterpret_cast<uint32_t*>(c_tile + swizzled<DVT>(row, n) + 4 * t) =
-              pack2<T>(cacc[mi][n][2 * r], cacc[mi][n][2 * r + 1]);
+          const float c0 = cacc[mi][n][2 * r], c1 = cacc[mi][n][2 * r + 1];
+          const uint32_t hi = pack2<T>(c0, c1);
+          *reinterpret_cast<uint32_t*>(c_tile + swizzled<DVT>(row, n) + 4 * t) = hi;
+          if constexpr (kSplit) {
+            const float2 hf = unpack2<T>(hi);
+            *reinterpret_cast<uint32_t*>(c_tile + Lay::kCBytes + swizzled<DVT>(row, n) + 4 * t) =
+                pack2<T>(c0 - hf.x, c1 - hf.y);
+          }
         }
   }
 
