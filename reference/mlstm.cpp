@@ -166,12 +166,16 @@ std::vector<OutputBound> mlstm_sequence_bounds(const MlstmOperands& xs, int64_t 
         state_den += state;
       }
       e_den += std::exp(-row.m) * delta_m;
+      // The chunkwise form keeps m' = max(c[t], m[t]) (its state starts at m0 = 0), which moves
+      // h by eps (e^(m' - m) - 1) / (n + eps e^(m' - m)) relative.
+      const double shift = state_chunk > 0 ? std::max(c[t], row.m) - row.m : 0.0;
+      const double form = d.eps * std::expm1(shift) / (row.n + d.eps * std::exp(shift));
       const double* in_v = x->v.data();
       for (int64_t e = 0; e < d.dv; ++e) {
         double acc = 0;
         for (int64_t s = 0; s <= t; ++s) acc += row.ctilde[s] * in_v[(r * d.s + s) * d.dv + e];
         const double h = std::fabs(acc) / row.divisor;
-        h_atol = std::max(h_atol, (e_num[e] + h * e_den) / row.divisor);
+        h_atol = std::max(h_atol, (e_num[e] + h * e_den) / row.divisor + h * form);
         h_floor = std::max(h_floor, mag[e] / row.divisor);
       }
       n_atol = std::max(n_atol, e_den);
