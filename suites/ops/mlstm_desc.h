@@ -16,7 +16,12 @@
 //   mlstm_step       in  q, k [B,NH,DQK], v [B,NH,DV], i, f [B,NH], c [B,NH,DQK,DV], n [B,NH,DQK], m [B,NH]
 //                    out h [B,NH,DV], c_new, n_new, m_new (shapes of c, n, m)
 //   mlstm_bwd        in  q, k, v, i, f, dh [B,NH,S,DV], n, m (the forward's, f32)
-//                    out dq, dk [B,NH,S,DQK], dv [B,NH,S,DV], di, df [B,NH,S] (f32)
+//                    out dq, dk [B,NH,S,DQK], dv [B,NH,S,DV] (problem dtype), di, df [B,NH,S] (f32)
+// mlstm_step's shape is BxNHx1xDQK; its state is an input and the new state an output (not
+// updated in place: a step is not idempotent, and check/bench may run a step twice).
+// mlstm_bwd is torch autograd of the parallel form's h, including the normaliser's path
+// (dn = -sum_s dC C~ / (n + eps)^2 into |rowsum| or exp(-m)), which mlstm_kernels'
+// parallel/native/bw.py leaves out; m may be held constant (its path is eps-level).
 // The parallel form (NX-AI mlstm_kernels, torch/parallel/native/fw.py):
 //   logF = logsigmoid(f), c = cumsum(logF), logD[t,s] = c[t] - c[s] + i[s] (s <= t, else -inf),
 //   m[t] = max_s logD[t,s], D = exp(logD - m), C = (q k^T / sqrt(DQK)) * D,
