@@ -76,7 +76,8 @@ kernel __attribute__((reqd_work_group_size(SDPA_WG, 1, 1))) void mlstm_fwd(
   const float norm = fmax(fabs(rowsum), mlstm_exp_neg(gm.zw));
   const float denom = norm + eps;
   const long h_base = hv.offset + b * hv.sb + hd * hv.sh + i * hv.ss;
-  for (int c = 0; c < SDPA_DVT4; ++c) dnnb_store_cols4(h, h_base, hv.se, dm.dv, 4 * (long)(t + SDPA_T * c), acc[c] / denom);
+  for (int c = 0; c < SDPA_DVT4; ++c)
+    dnnb_store_cols4(h, h_base, hv.se, dm.dv, 4 * (long)(t + SDPA_T * c), acc[c] / denom);
   if (t == 0) {
     n[nv.offset + b * nv.sb + hd * nv.sh + i * nv.ss] = norm;
     m[mv.offset + b * mv.sb + hd * mv.sh + i * mv.ss] = gm.z + gm.w;

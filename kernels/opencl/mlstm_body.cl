@@ -58,16 +58,19 @@ inline float mlstm_logsigmoid(float x) { return fmin(x, 0.0f) - log1p(exp(-fabs(
 inline float mlstm_exp_neg(float2 m) { return exp(-m.x) * (1.0f - m.y); }
 
 // The gate pre-pass: one work-item per (batch, head) walks the sequence once and writes, per
-// position p = (b NH + h) S + t, into `gates` (ga, then gc: B NH S float4 each)
+// position p = (b NH + h) S + t, into `gates` (ga, gc: B NH S float4 each; then arg: B NH S int):
 //   ga[p] = (a.hi, a.lo, M.hi, M.lo)   M the prefix max of a, or max(0, prefix max) with
 //                                      `clamp_zero` (the chunkwise form: its initial max state
 //                                      0 acts as a key with a = 0 and no value, see mlstm_chunkwise.cl)
 //   gc[p] = (c.hi, c.lo, m.hi, m.lo)   m = c + M, the row max of logD
+//   arg[p] = the first s <= t where a[s] = M[t] (the argmax of logD[t, :], where the backward
+//            routes m's gradient; -1 where the chunkwise form's floor 0 is the max)
 // i and f are f32 [B, NH, S] views. A NaN gate makes c (and everything after it) NaN.
 kernel void mlstm_gates(const global float* ig, dnnb_sdpa_view iv, const global float* fg, dnnb_sdpa_view fv,
                         global float4* gates, dnnb_mlstm_dims dm, int clamp_zero) {
   global float4* ga = gates;
   global float4* gc = gates + dm.batch * dm.heads * dm.s;
+  global int* arg = (global int*)(gc + dm.batch * dm.heads * dm.s);
   const long bh = get_global_id(0);
   if (bh >= dm.batch * dm.heads) return;
   const long b = bh / dm.heads;
@@ -76,13 +79,17 @@ kernel void mlstm_gates(const global float* ig, dnnb_sdpa_view iv, const global 
   const long f_base = fv.offset + b * fv.sb + h * fv.sh;
   float2 c = (float2)(0.0f, 0.0f);
   float2 M = clamp_zero ? (float2)(0.0f, 0.0f) : (float2)(-INFINITY, 0.0f);
+  int at = -1;
   for (long t = 0; t < dm.s; ++t) {
     c = mlstm_df_add(c, mlstm_logsigmoid(fg[f_base + t * fv.ss]));
     const float2 a = mlstm_df_add((float2)(-c.x, -c.y), ig[i_base + t * iv.ss]);
-    if (t == 0 && !clamp_zero) M = a;
-    else if (mlstm_df_greater(a, M)) M = a;
+    if ((t == 0 && !clamp_zero) || mlstm_df_greater(a, M)) {
+      M = a;
+      at = (int)t;
+    }
     const float2 m = mlstm_df_add2(c, M);
     ga[bh * dm.s + t] = (float4)(a.x, a.y, M.x, M.y);
     gc[bh * dm.s + t] = (float4)(c.x, c.y, m.x, m.y);
+    arg[bh * dm.s + t] = at;
   }
 }

@@ -120,13 +120,13 @@ inline std::string mlstm_source(const char* op_part) {
   return program_source({opencl_source::sdpa_body, opencl_source::mlstm_body, op_part});
 }
 
-// Bytes of the gate pre-pass's two float4 arrays (ga, gc) in scratch.
+// Bytes of the gate pre-pass's arrays in scratch: ga and gc (float4), arg (int).
 inline size_t mlstm_gates_bytes(const ops::MlstmDesc& d) {
-  return 2 * static_cast<size_t>(d.batch * d.heads * d.s) * 4 * sizeof(cl_float);
+  return static_cast<size_t>(d.batch * d.heads * d.s) * (8 * sizeof(cl_float) + sizeof(cl_int));
 }
 
 // Enqueues mlstm_gates (mlstm_body.cl) of `kernel` over i and f into `gates`, whose first
-// mlstm_gates_bytes(d) the kernel writes: ga, then gc (B NH S float4 each).
+// mlstm_gates_bytes(d) the kernel writes: ga, gc (B NH S float4 each), arg (B NH S int).
 inline Status launch_mlstm_gates(OpenCLDevice& device, cl_kernel kernel, const Tensor& ig, const Tensor& fg,
                                  cl_mem gates, const ops::MlstmDesc& d, bool clamp_zero, const std::string& what) {
   KernelArgs args(kernel);

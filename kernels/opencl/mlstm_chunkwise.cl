@@ -1,0 +1,149 @@
+// mlstm_chunkwise: h and the final states (c_last, n_last, m_last) of the chunkwise form
+// (docs/ops-family5.md), with the states carried from chunk to chunk in local memory.
+//
+// In terms of the gate pre-pass (mlstm_body.cl, run with clamp_zero): the chunkwise form's max
+// state after the positions s < e is c[e-1] + R with R = max(0, max_{s<e} a[s]) (its initial
+// max state 0 acts as one more key with a = 0 and no value), and its row max of position t is
+// m[t] = c[t] + M'[t], M'[t] = max(0, max_{s<=t} a[s]). The states after a chunk ending at e are
+//   C = sum_{s<e} exp(a[s] - R) k_s v_s^T,   n = sum_{s<e} exp(a[s] - R) k_s   (k unscaled),
+// and a row t of the next chunk (previous state C, n, R) is
+//   num = scale exp(R - M'[t]) q_t^T C + sum_{chunk's s<=t} scale (q_t . k_s) exp(a[s] - M'[t]) v_s
+//   den = scale exp(R - M'[t]) q_t . n + sum_{chunk's s<=t} scale (q_t . k_s) exp(a[s] - M'[t])
+//   h = num / (max(|den|, exp(-m[t])) + eps)
+// and the state moves on as C <- exp(R - R') C + sum_{chunk's s} exp(a[s] - R') k_s v_s^T. Every
+// exp argument is <= 0 and a difference of double-floats. These are the package's chunkwise
+// recurrences with their local cumsums written through c; the results do not depend on the
+// chunk length, so the kernel's chunk is its tile MLSTM_LC (the problem's chunk= sets the
+// reference's).
+//
+// One work-group of MLSTM_WG items per (batch x head, tile of MLSTM_VT columns of v): it walks
+// the sequence in chunks of MLSTM_LC rows, holding its columns of C (DQK x MLSTM_VT) and all of n
+// in local memory. Per chunk: stage q, k (f32, whole rows), v (the tile's columns) and the gates;
+// the intra-chunk weights P[t,s] and each row's q.n term; h for every (row, column) pair; then
+// the state update. The tile of columns 0 writes n_last and m_last.
+#if !defined(MLSTM_WG) || !defined(MLSTM_LC) || !defined(MLSTM_VT)
+#error "build with -DMLSTM_WG, -DMLSTM_LC and -DMLSTM_VT (kernels/opencl/mlstm_chunkwise.cpp)"
+#endif
+#define MLSTM_DK4 (SDPA_D4 / 4)  // float4 of a q or k row in local memory
+
+kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwise_fwd(
+    const global dnnb_t* q, dnnb_sdpa_view qv, const global dnnb_t* k, dnnb_sdpa_view kv, const global dnnb_t* v,
+    dnnb_sdpa_view vv, const global float4* gates, global dnnb_t* h, dnnb_sdpa_view hv, global float* c_last,
+    dnnb_sdpa_view cv, global float* n_last, dnnb_sdpa_view nv, global float* m_last, dnnb_sdpa_view mv,
+    dnnb_mlstm_dims dm, float scale, float eps) {
+  local float c_state[SDPA_D4 * MLSTM_VT];
+  local float n_state[SDPA_D4];
+  local float4 q_tile[MLSTM_LC * MLSTM_DK4];
+  local float4 k_tile[MLSTM_LC * MLSTM_DK4];
+  local float v_tile[MLSTM_LC * MLSTM_VT];
+  local float p_tile[MLSTM_LC * MLSTM_LC];
+  local float w_key[MLSTM_LC];    // exp(a[s] - R') of the chunk's keys, for the state update
+  local float den[MLSTM_LC];      // each row's den
+  local float inter[MLSTM_LC];    // each row's scale exp(R - M'[t])
+  local float floor_[MLSTM_LC];   // each row's exp(-m[t])
+  const global float4* ga = gates;
+  const global float4* gc = gates + dm.batch * dm.heads * dm.s;
+  const int lid = get_local_id(0);
+  const long tiles = (dm.dv + MLSTM_VT - 1) / MLSTM_VT;
+  const long bh = get_group_id(0) / tiles;
+  const long col0 = (get_group_id(0) - bh * tiles) * MLSTM_VT;
+  const long b = bh / dm.heads;
+  const long hd = bh - b * dm.heads;
+  const long g_row = bh * dm.s;
+  const long q_base = qv.offset + b * qv.sb + hd * qv.sh;
+  const long k_base = kv.offset + b * kv.sb + hd * kv.sh;
+  const long v_base = vv.offset + b * vv.sb + hd * vv.sh;
+  const long h_base = hv.offset + b * hv.sb + hd * hv.sh;
+  const int vt = (int)min((long)MLSTM_VT, dm.dv - col0);  // the tile's columns
+  const local float* q_flat = (const local float*)q_tile;
+  const local float* k_flat = (const local float*)k_tile;
+
+  for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) c_state[e] = 0.0f;
+  for (int e = lid; e < SDPA_D4; e += MLSTM_WG) n_state[e] = 0.0f;
+  float2 R = (float2)(0.0f, 0.0f);  // the max state, as max(0, prefix max of a) so far
+
+  for (long j0 = 0; j0 < dm.s; j0 += MLSTM_LC) {
+    const int rows = (int)min((long)MLSTM_LC, dm.s - j0);
+    const float2 R_next = ga[g_row + j0 + rows - 1].zw;
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous chunk's tiles and the state update done
+    sdpa_stage(q, q_base, qv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_DK4, q_tile, lid, MLSTM_WG);
+    sdpa_stage(k, k_base, kv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_DK4, k_tile, lid, MLSTM_WG);
+    for (int e = lid; e < MLSTM_LC * MLSTM_VT; e += MLSTM_WG) {
+      const int s = e / MLSTM_VT;
+      const int c = e - s * MLSTM_VT;
+      v_tile[e] = s < rows && c < vt ? DNNB_LOAD(v, v_base + (j0 + s) * vv.ss + (col0 + c) * vv.se) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // The intra-chunk weights, and per row the inter-chunk factor, the q.n term and exp(-m).
+    for (int e = lid; e < MLSTM_LC * MLSTM_LC; e += MLSTM_WG) {
+      const int t = e / MLSTM_LC;
+      const int s = e - t * MLSTM_LC;
+      float w = 0.0f;
+      if (s <= t && t < rows)
+        w = scale * sdpa_dot(q_tile + t * MLSTM_DK4, k_tile + s * MLSTM_DK4, MLSTM_DK4) *
+            exp(mlstm_df_diff(ga[g_row + j0 + s].xy, ga[g_row + j0 + t].zw));
+      p_tile[e] = w;
+    }
+    for (int t = lid; t < MLSTM_LC; t += MLSTM_WG) {
+      float qn = 0.0f, f = 1.0f, fl = 0.0f, wk = 0.0f;
+      if (t < rows) {
+        f = scale * exp(mlstm_df_diff(R, ga[g_row + j0 + t].zw));
+        for (int d = 0; d < dm.dqk; ++d) qn = fma(q_flat[t * SDPA_D4 + d], n_state[d], qn);
+        fl = mlstm_exp_neg(gc[g_row + j0 + t].zw);
+        wk = exp(mlstm_df_diff(ga[g_row + j0 + t].xy, R_next));
+      }
+      inter[t] = f;
+      den[t] = f * qn;
+      floor_[t] = fl;
+      w_key[t] = wk;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = lid; t < MLSTM_LC; t += MLSTM_WG) {
+      float sum = den[t];
+      for (int s = 0; s <= t; ++s) sum += p_tile[t * MLSTM_LC + s];
+      den[t] = sum;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // h of every (row, column) pair of the chunk and tile, from the previous state.
+    for (int e = lid; e < MLSTM_LC * MLSTM_VT; e += MLSTM_WG) {
+      const int t = e / MLSTM_VT;
+      const int c = e - t * MLSTM_VT;
+      if (t >= rows || c >= vt) continue;
+      float qc = 0.0f;
+      for (int d = 0; d < dm.dqk; ++d) qc = fma(q_flat[t * SDPA_D4 + d], c_state[d * MLSTM_VT + c], qc);
+      float num = inter[t] * qc;
+      for (int s = 0; s <= t; ++s) num = fma(p_tile[t * MLSTM_LC + s], v_tile[s * MLSTM_VT + c], num);
+      const float norm = fmax(fabs(den[t]), floor_[t]);
+      DNNB_STORE(h, h_base + (j0 + t) * hv.ss + (col0 + c) * hv.se, num / (norm + eps));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // the previous state no longer read
+    const float g = exp(mlstm_df_diff(R, R_next));
+    for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) {
+      const int d = e / MLSTM_VT;
+      const int c = e - d * MLSTM_VT;
+      float acc = 0.0f;
+      for (int s = 0; s < rows; ++s) acc = fma(w_key[s] * k_flat[s * SDPA_D4 + d], v_tile[s * MLSTM_VT + c], acc);
+      c_state[e] = fma(g, c_state[e], acc);
+    }
+    for (int d = lid; d < SDPA_D4; d += MLSTM_WG) {
+      float acc = 0.0f;
+      for (int s = 0; s < rows; ++s) acc = fma(w_key[s], k_flat[s * SDPA_D4 + d], acc);
+      n_state[d] = fma(g, n_state[d], acc);
+    }
+    R = R_next;
+  }
+
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long c_base = cv.offset + b * cv.sb + hd * cv.sh;
+  for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) {
+    const int d = e / MLSTM_VT;
+    const int c = e - d * MLSTM_VT;
+    if (d < dm.dqk && c < vt) c_last[c_base + d * cv.ss + (col0 + c) * cv.se] = c_state[e];
+  }
+  if (col0 != 0) return;
+  for (int d = lid; d < dm.dqk; d += MLSTM_WG) n_last[nv.offset + b * nv.sb + hd * nv.sh + d * nv.ss] = n_state[d];
+  if (lid == 0) {
+    const float4 last = gc[g_row + dm.s - 1];
+    m_last[mv.offset + b * mv.sb + hd * mv.sh] = last.z + last.w;
+  }
+}

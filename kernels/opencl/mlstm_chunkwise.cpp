@@ -1,0 +1,101 @@
+// mlstm_chunkwise on OpenCL: the gate pre-pass mlstm_gates (mlstm_body.cl, with the max state's
+// initial 0 as a floor) into device scratch, then mlstm_chunkwise_fwd (mlstm_chunkwise.cl: one
+// work-group per batch x head and tile of v's columns, walking the sequence chunk by chunk with
+// the states in local memory) writing h in the problem dtype and c_last, n_last, m_last in f32.
+// Every operand is read through its strides.
+#include <vector>
+
+#include "kernels/opencl/mlstm_chunkwise_cl.h"
+#include "kernels/opencl/mlstm_launch.h"
+
+namespace dnnb::opencl {
+namespace {
+
+// A work-group's shape: MLSTM_VT columns of v, chunks of MLSTM_LC rows, MLSTM_WG items.
+struct ChunkTiles {
+  int64_t vt, lc, wg;
+};
+
+// Local bytes of mlstm_chunkwise_fwd: the state C (DQK x vt) and n, the q and k chunks, the v
+// chunk's columns, the weights P, four floats per row.
+size_t chunk_local_bytes(const ops::MlstmDesc& d, const ChunkTiles& t) {
+  const int64_t d4 = (d.dqk + 3) / 4 * 4;
+  return static_cast<size_t>(4 * (d4 * t.vt + d4) + 4 * 2 * t.lc * d4 + 4 * t.lc * t.vt + 4 * t.lc * t.lc +
+                             16 * t.lc);
+}
+
+// The first tiles of the device's list whose local bytes fit. GPUs: 256 items over 32 columns
+// and 16 rows (512 (row, column) pairs of h, 4096 elements of C per chunk at DQK 128), narrower
+// for larger DQK. CPU devices (PoCL runs a work-group as loops over its items): 64 items.
+Result<ChunkTiles> chunk_tiles(const OpenCLDevice& device, const ops::MlstmDesc& d) {
+  auto cpu = mlstm_cpu_tiles(device);
+  if (!cpu) return cpu.status();
+  static const std::vector<ChunkTiles> kGpu = {{32, 16, 256}, {16, 16, 256}, {16, 8, 128}, {8, 8, 64}, {4, 4, 64}};
+  static const std::vector<ChunkTiles> kCpu = {{32, 32, 64}, {16, 16, 64}, {8, 8, 64}, {4, 4, 16}};
+  const std::vector<ChunkTiles>& list = *cpu ? kCpu : kGpu;
+  const size_t cap = mlstm_local_cap(device, *cpu);
+  for (const ChunkTiles& t : list)
+    if (chunk_local_bytes(d, t) <= cap) return t;
+  return Status::unsupported("opencl mlstm_chunkwise: DQK=" + std::to_string(d.dqk) + " needs " +
+                             std::to_string(chunk_local_bytes(d, list.back())) +
+                             " bytes of local memory at the smallest tiles, over the " + std::to_string(cap) +
+                             " the kernel takes");
+}
+
+Status run_mlstm_chunkwise(OpCall& call) {
+  auto device = opencl_device(call);
+  if (!device) return device.status();
+  auto d = ops::mlstm_desc(call.problem);
+  if (!d) return d.status();
+  const DType dtype = call.problem.dtype;
+  DNNB_TRY(check_mlstm_call(call, mlstm_sequence_inputs(*d, dtype),
+                            {{"h", ops::mlstm_v_shape(*d), dtype},
+                             {"c_last", ops::mlstm_c_state_shape(*d), DType::f32},
+                             {"n_last", ops::mlstm_n_state_shape(*d), DType::f32},
+                             {"m_last", ops::mlstm_m_state_shape(*d), DType::f32}}));
+  const Tensor& q = call.inputs[0];
+  const Tensor& k = call.inputs[1];
+  const Tensor& v = call.inputs[2];
+  const Tensor& h = call.outputs[0];
+  const Tensor& c_last = call.outputs[1];
+  const Tensor& n_last = call.outputs[2];
+  const Tensor& m_last = call.outputs[3];
+  auto tiles = chunk_tiles(**device, *d);
+  if (!tiles) return tiles.status();
+  static const std::string source = mlstm_source(opencl_source::mlstm_chunkwise);
+  const std::string options =
+      mlstm_options(**device, dtype, *d, 1,
+                    "-DSDPA_BQ=1 -DSDPA_BK=1 -DMLSTM_WG=" + std::to_string(tiles->wg) +
+                        " -DMLSTM_LC=" + std::to_string(tiles->lc) + " -DMLSTM_VT=" + std::to_string(tiles->vt));
+  auto gates_kernel = opencl_kernel(**device, "mlstm_chunkwise", source, "mlstm_gates", options);
+  if (!gates_kernel) return gates_kernel.status();
+  auto kernel = opencl_kernel(**device, "mlstm_chunkwise", source, "mlstm_chunkwise_fwd", options);
+  if (!kernel) return kernel.status();
+  auto gates = (*device)->scratch(mlstm_gates_bytes(*d));
+  if (!gates) return gates.status();
+  DNNB_TRY(launch_mlstm_gates(**device, *gates_kernel, call.inputs[3], call.inputs[4], *gates, *d, true,
+                              "mlstm_chunkwise/mlstm_gates"));
+
+  KernelArgs args(*kernel);
+  args.add(cl_buffer(q)).add(mlstm_view(q)).add(cl_buffer(k)).add(mlstm_view(k)).add(cl_buffer(v)).add(mlstm_view(v));
+  args.add(*gates).add(cl_buffer(h)).add(mlstm_view(h)).add(cl_buffer(c_last)).add(mlstm_view(c_last));
+  args.add(cl_buffer(n_last)).add(mlstm_view(n_last)).add(cl_buffer(m_last)).add(mlstm_view(m_last));
+  args.add(mlstm_dims(*d)).add(static_cast<cl_float>(d->scale())).add(static_cast<cl_float>(d->eps));
+  DNNB_TRY(args.status());
+  auto fits = row_kernel_fits(**device, *kernel, static_cast<size_t>(tiles->wg));
+  if (!fits) return fits.status();
+  if (!*fits)
+    return Status::unsupported("opencl mlstm_chunkwise: the kernel cannot run work-groups of " +
+                               std::to_string(tiles->wg) + " items on this device");
+  const size_t local = static_cast<size_t>(tiles->wg);
+  const size_t global = static_cast<size_t>(d->batch * d->heads * sdpa_ceil_div(d->dv, tiles->vt)) * local;
+  return enqueue(**device, *kernel, 1, &global, &local, "mlstm_chunkwise/mlstm_chunkwise_fwd");
+}
+
+bool register_mlstm_chunkwise() {
+  return register_opencl("mlstm_chunkwise", float_dtypes(), run_mlstm_chunkwise);
+}
+
+}  // namespace
+DNNB_REGISTER(register_mlstm_chunkwise());
+}  // namespace dnnb::opencl
