@@ -85,7 +85,37 @@ struct PlannedBench {
   DeviceRuntime* device;  // null: absent, see absent_reason
   std::string absent_reason;
   Problem problem;
+  std::string block;               // node cases (--nodes): the block's case id
+  std::vector<std::string> nodes;  // and the nodes with this problem
 };
+
+// The node cases of one block case (`bench --nodes`): each distinct node problem once, on the
+// block's backend (that backend's default implementation of the node's op) and device, in the
+// graph's order. A node whose op the backend lacks is planned absent with the reason.
+Status plan_nodes(const OpSpec& spec, const PlanCell& cell, const Problem& problem, std::vector<PlannedBench>& planned) {
+  auto nodes = spec.nodes(problem);
+  if (!nodes) return nodes.status();
+  const std::string block = case_id_of(cell, problem).to_string();
+  std::vector<PlannedBench> mine;
+  for (const auto& [name, node_problem] : *nodes) {
+    auto same = std::find_if(mine.begin(), mine.end(), [&](const PlannedBench& b) { return b.problem.to_string() == node_problem.to_string(); });
+    if (same != mine.end()) {
+      same->nodes.push_back(name);
+      continue;
+    }
+    const OpSpec* node_spec = Registry::instance().find_op(node_problem.op);
+    const Implementation* impl = Registry::instance().find_implementation(node_problem.op, cell.impl->backend, "");
+    if (!node_spec) return Status::error("block " + block + ": node " + name + ": no op " + node_problem.op);
+    if (!impl) {
+      // Planned on the block's own implementation so the result names the backend; never run.
+      mine.push_back({node_spec, cell.impl, nullptr, cell.impl->backend + " has no " + node_problem.op, node_problem, block, {name}});
+      continue;
+    }
+    mine.push_back({node_spec, impl, cell.device, cell.absent_reason, node_problem, block, {name}});
+  }
+  planned.insert(planned.end(), mine.begin(), mine.end());
+  return Status::ok();
+}
 
 // rows 1, 4, 16, ... up to the problem's rows (always including it), same columns/params.
 std::vector<ProblemText> sweep_sizes(const std::vector<ProblemText>& bench_problems) {
@@ -153,8 +183,10 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
           }
         }
         for (const PlanCell& cell : *cells)
-          if (cell.spec == &spec && cell.dtype == d)
+          if (cell.spec == &spec && cell.dtype == d) {
             planned.push_back({cell.spec, cell.impl, cell.device, cell.absent_reason, problem});
+            if (options.nodes && spec.nodes) DNNB_TRY(plan_nodes(spec, cell, problem, planned));
+          }
       }
     }
   }
@@ -290,6 +322,8 @@ Result<BenchRun> run_bench(const BenchOptions& options, const BenchCallback& on_
   for (const auto& p : *planned) {
     BenchResult r;
     r.id = CaseId{p.problem, p.impl->backend, p.impl->variant, ""};
+    r.block = p.block;
+    r.nodes = p.nodes;
     if (!p.device) {
       r.status = StatusCode::skipped;
       r.reason = p.absent_reason;

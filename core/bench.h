@@ -30,6 +30,7 @@ struct BenchOptions {
   std::vector<std::string> devices; // empty = first device of each backend's kind
   std::string size;                 // "shape[:params]"; "" = the spec's bench problems
   bool sweep = false;               // rows 1, 4, 16, ... up to each bench problem's rows
+  bool nodes = false;               // blocks: also time each node's problem (OpSpec::nodes)
   std::vector<std::string> case_ids;// exact cases (override op/backend/dtype/size)
   int repetitions = 10;             // Google Benchmark repetitions per round
   double min_time_s = 0.005;        // device time per repetition (sets its launch count)
@@ -53,6 +54,10 @@ struct ClockSample {
 
 struct BenchResult {
   CaseId id;
+  // A node case of `bench --nodes`: the block case it belongs to and the names of its nodes
+  // that have this problem (a graph's two residual adds share one); empty otherwise.
+  std::string block;
+  std::vector<std::string> nodes;
   std::string device;            // "cuda:0"; "" when absent
   std::string device_name;
   StatusCode status = StatusCode::ok;

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "core/bench.h"
+#include "core/registry.h"
 #include "dnnb_build_info.h"
 #include "dnnb_git_info.h"
 
@@ -129,6 +130,13 @@ nlohmann::json bench_file_json(const BenchRun& run, const std::string& command) 
                         {"shape", shape_to_string(p.shape)}, {"params", params}, {"backend", r.id.backend},
                         {"variant", r.id.variant}, {"device", r.device}, {"device_name", r.device_name},
                         {"status", to_string(r.status)}, {"reason", r.reason}};
+    const OpSpec* spec = Registry::instance().find_op(p.op);
+    if (spec) x["family"] = spec->family;
+    if (!r.block.empty()) x["block"] = r.block, x["nodes"] = r.nodes;
+    if (spec && spec->tokens) {
+      x["tokens"] = spec->tokens(p);
+      if (r.status == StatusCode::ok && r.median_s > 0) x["tokens_per_s"] = spec->tokens(p) / r.median_s;
+    }
     if (r.status != StatusCode::ok) {
       results.push_back(x);
       continue;

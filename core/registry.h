@@ -148,6 +148,9 @@ struct OpSpec {
   std::optional<size_t> quantizes_input;
   // Tokens a problem processes (blocks: batch x sequence); bench reports tokens/s when set.
   std::function<double(const Problem&)> tokens;
+  // Blocks: each node of a problem's graph (its name and its own problem, execution order), so
+  // `bench --nodes` can time every node as a case of its own op.
+  std::function<Result<std::vector<std::pair<std::string, Problem>>>(const Problem&)> nodes;
   // Blocks (core/block.h): called by check when a case fails, with the implementation's call
   // after its run (the workspace holds every node's output) and the step's host inputs; one line
   // naming the first node whose output diverges, its error and the node's own repro line.

@@ -35,6 +35,7 @@ void print_result(const BenchResult& r, const DeviceCeilings* dc) {
   const std::string id = r.id.to_string();
   if (r.status != StatusCode::ok) {
     std::printf("%-58s %-10s %s: %s\n", id.c_str(), r.device.c_str(), to_string(r.status), r.reason.c_str());
+    if (!r.block.empty()) std::printf("    node %s of %s\n", r.nodes.empty() ? "" : r.nodes[0].c_str(), r.block.c_str());
     std::fflush(stdout);
     return;
   }
@@ -50,6 +51,12 @@ void print_result(const BenchResult& r, const DeviceCeilings* dc) {
   // Blocks (OpSpec::tokens): the tokens one launch processes, per second of its median.
   if (const OpSpec* spec = Registry::instance().find_op(r.id.problem.op); spec && spec->tokens && r.median_s > 0)
     std::printf("    %.0f tokens/s (%.0f tokens per launch)\n", spec->tokens(r.id.problem) / r.median_s, spec->tokens(r.id.problem));
+  // Node cases (--nodes): which block and which of its nodes this problem is.
+  if (!r.block.empty()) {
+    std::string names;
+    for (const auto& n : r.nodes) names += (names.empty() ? "" : ", ") + n;
+    std::printf("    node%s %s of %s\n", r.nodes.size() > 1 ? "s" : "", names.c_str(), r.block.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -125,6 +132,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", o.devices, "Device id (repeatable; default: the first device of each backend's kind)");
   cmd->add_option("--size", o.size, "shape[:params], e.g. 16384x8192 (default: the spec's bench problems)");
   cmd->add_flag("--sweep", o.sweep, "Rows 1, 4, 16, ... up to each bench problem's rows (or --size's)");
+  cmd->add_flag("--nodes", o.nodes, "Blocks: also time each node of the block's graph as a case of its own op");
   cmd->add_option("--case", o.case_ids, "Exact case id to time (repeatable), as check and bench print them");
   cmd->add_option("--repetitions", o.repetitions, "Google Benchmark repetitions per round (default 10)")->check(CLI::Range(2, 100000));
   cmd->add_option("--min-time", o.min_time_s, "Device time per repetition in seconds (sets launches per repetition; default 0.005)")

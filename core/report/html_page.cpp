@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/report/html_parts.h"
+#include "core/report/report_blocks.h"
 #include "core/report/report_charts.h"
 #include "core/report/report_text.h"
 #include "core/report/report_writers.h"
@@ -292,6 +293,7 @@ std::string html_page(const ReportModel& model) {
   for (const auto& group : groups) body += hardware_section(model, group);
   body += results_section(model);
   body += comparison_section(model, groups);
+  body += blocks_section(model);
   body += sweeps_section(model, groups);
   body += not_ok_section(model);
 

@@ -287,9 +287,14 @@ Status read_result(const Reader& r, const json& j, const std::string& path, Resu
   for (auto [key, field] : {std::pair{"params", &result.params}, {"variant", &result.variant},
                             {"device_name", &result.device_name}, {"reason", &result.reason},
                             {"timer", &result.timer}, {"cache_policy", &result.cache_policy},
-                            {"compute_unit", &result.compute_unit}})
+                            {"compute_unit", &result.compute_unit}, {"family", &result.family},
+                            {"block", &result.block}})
     DNNB_TRY(r.string_at(j, path, key, *field, false));
   DNNB_TRY(read_string_list(r, j, path, "flags", result.flags));
+  DNNB_TRY(read_string_list(r, j, path, "nodes", result.nodes));
+  DNNB_TRY(r.number_at(j, path, "tokens", result.tokens, false));
+  if (result.tokens < 0) return r.bad(join_path(path, "tokens"), "must be >= 0");
+  if (!result.block.empty() && result.nodes.empty()) return r.bad(join_path(path, "nodes"), "a node case (block set) names its nodes");
   if (result.ok()) DNNB_TRY(read_timings(r, j, path, result));
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/report/html_parts.h"
+#include "core/report/report_blocks.h"
 #include "core/report/report_charts.h"
 #include "core/report/report_text.h"
 #include "core/report/report_writers.h"
@@ -174,6 +175,7 @@ std::string markdown_summary(const ReportModel& model) {
            "reference is the oracle the others are checked against.\n";
   if (no_ceiling > 0)
     out += "\n" + std::to_string(no_ceiling) + " measured result(s) have no % of roofline (no memory ceiling for their device).\n";
+  out += blocks_markdown(model);
   out += product_sweeps(model);
   out += not_measured(model);
 

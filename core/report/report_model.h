@@ -69,6 +69,12 @@ struct ResultRecord {
   std::string file;  // the results file it came from
   std::string case_id, op, dtype, shape, params, backend, variant, device, device_name;
   std::string status;  // ok | skipped | unsupported | error | bad_input
+  std::string family;  // the op's family ("1", "blocks"); "" in files that predate it
+  // Blocks: the tokens one launch processes (0: not a block). Node cases of `bench --nodes`:
+  // the block's case id and the names of the nodes with this problem.
+  double tokens = 0;
+  std::string block;
+  std::vector<std::string> nodes;
   std::string reason;
   std::string timer, cache_policy, compute_unit;
   // Timings: present (non-zero) only for ok results.

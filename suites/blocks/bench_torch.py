@@ -2,16 +2,19 @@
 """torch's side of the block benchmarks (docs/blocks.md): the transformers modules the blocks
 compute, eager and torch.compile, at the bench problems' sizes, on one CUDA device, in tokens/s.
 
-    python3 suites/blocks/bench_torch.py [--dtype bf16] [--repetitions 20]
+    python3 suites/blocks/bench_torch.py [--dtype bf16] [--repetitions 20] [--out torch-blocks.json]
 
 Each module is built with random weights at the problem's config (transformers' SDPA
 attention, causal; Gemma 2's eager attention with its additive causal or sliding-window mask, as
 transformers has no SDPA path with a softcap), warmed up, then timed with CUDA events over
 `--repetitions` launches; the median is printed beside the problem string that
-`dnnblocks bench --op <block>` times. `--op` picks blocks (comma-separated).
+`dnnblocks bench --op <block>` times. `--op` picks blocks (comma-separated). `--out FILE` also
+writes the medians as a bench results file (docs/bench-json.md, backends torch-eager and
+torch-compile) that `dnnblocks report` merges with ours into its Blocks section.
 """
 
 import argparse
+import json
 import statistics
 
 import torch
@@ -129,7 +132,18 @@ def main():
     parser.add_argument("--repetitions", type=int, default=20)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--op", default="", help="blocks to time, comma-separated (default: all)")
+    parser.add_argument("--out", default="", help="also write the medians as a bench results file")
     args = parser.parse_args()
+    results = []
+
+    def record(op, problem, shape, params, backend, ms):
+        b, s, e = shape
+        results.append({"case_id": f"{problem}@{backend}:0", "op": op, "dtype": args.dtype, "shape": f"{b}x{s}x{e}",
+                        "params": params, "backend": backend, "variant": "", "device": "cuda:0",
+                        "device_name": torch.cuda.get_device_name(), "family": "blocks", "status": "ok",
+                        "reason": "", "timer": "cuda-events", "median_s": ms / 1e3, "bytes": 0, "flops": 0,
+                        "tokens": b * s, "tokens_per_s": b * s / (ms / 1e3)})
+
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     only = {o for o in args.op.split(",") if o}
@@ -144,14 +158,21 @@ def main():
         problem = f"{op}:{args.dtype}:{b}x{s}x{e}:{params}"
         with torch.no_grad():
             eager = time_ms(lambda: forward(module, x, pos), args.repetitions)
+            record(op, problem, shape, params, "torch-eager", eager)
             line = f"{problem}  eager {eager:.3f} ms {b * s / eager * 1e3:,.0f} tokens/s"
             if not args.no_compile:
                 compiled = torch.compile(module)
                 t = time_ms(lambda: forward(compiled, x, pos), args.repetitions)
+                record(op, problem, shape, params, "torch-compile", t)
                 line += f"  compile {t:.3f} ms {b * s / t * 1e3:,.0f} tokens/s"
         print(line, flush=True)
         del module
         torch.cuda.empty_cache()
+    if args.out:
+        doc = {"schema_version": 1, "kind": "bench", "devices": {}, "results": results,
+               "fingerprint": {"command": "python3 suites/blocks/bench_torch.py", "torch": torch.__version__}}
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":

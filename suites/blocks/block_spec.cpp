@@ -209,6 +209,13 @@ bool register_block(BlockDef def) {
     return total;
   };
   spec.tokens = [](const Problem& p) { return static_cast<double>(p.shape.at(0) * p.shape.at(1)); };
+  spec.nodes = [def](const Problem& p) -> Result<std::vector<std::pair<std::string, Problem>>> {
+    auto graph = def.build(p);
+    if (!graph) return graph.status();
+    std::vector<std::pair<std::string, Problem>> nodes;
+    for (const BlockNode& n : graph->nodes) nodes.emplace_back(n.name, n.problem);
+    return nodes;
+  };
   spec.fill_inputs = [def](const Problem& p, std::vector<Tensor>& inputs, Rng& rng) {
     return fill_block_inputs(def, p, inputs, rng);
   };
