@@ -1,6 +1,6 @@
 // CUDA mlstm: h and the rows' n, m of the mLSTM's parallel (stabilised) form (suites/ops/
 // mlstm_desc.h; NX-AI mlstm_kernels torch/parallel/native/fw.py). The S x S form is evaluated
-// through the chunkwise recurrence (mlstm_mma.cuh, mlstm_fma.cuh with kParallel): the same sums
+// through the chunkwise recurrence (mlstm_mma.cuh, mlstm_fma.cuh with kModeParallel): the same sums
 // in O(S) work instead of O(S^2), with the parallel form's own stabiliser carried beside the
 // state's, so h, n and m are the parallel form's (mlstm_common.cuh derives it).
 #include "kernels/cuda/mlstm_fwd.cuh"
@@ -22,7 +22,7 @@ Status run_mlstm(OpCall& call) {
   if (!m) return m.status();
   a->n_out = *n;
   a->m_out = *m;
-  return launch_fwd<true>(**device, *a, call.problem.dtype, d->chunk, op);
+  return launch_fwd<kModeParallel>(**device, *a, call.problem.dtype, d->chunk, op);
 }
 
 DNNB_REGISTER(register_mlstm("mlstm", run_mlstm, fwd_unit, fwd_limits));

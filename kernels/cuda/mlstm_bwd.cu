@@ -1,13 +1,34 @@
 // CUDA mlstm_bwd: dq, dk, dv, di, df of the mLSTM's parallel form from q, k, v, i, f, dh and the
-// forward's n, m (suites/ops/mlstm_desc.h; NX-AI mlstm_kernels torch/parallel/native/bw.py's
-// expressions). Three sweeps over the sequence that carry a state (mlstm_bwd_fma.cuh: dq
-// forward, dk and dv backward, O(S) work), each writing its shares of q . dq and k . dk to a
-// scratch buffer, then one warp per head adds them in a fixed order for di = k . dk and
-// df = sigmoid(-f) * (reverse cumulative sum of q . dq - k . dk).
+// forward's n, m (suites/ops/mlstm_desc.h): torch autograd through mlstm_kernels' parallel
+// native fw.py, i.e. the expressions of its bw.py plus the gradient through the normaliser
+// n = max(|rowsum|, exp(-m)): dn = -(dh . h) / (n + eps), which adds del = sigma dn to every
+// dC~[t, s] of the row (sigma = sign(rowsum) where |rowsum| > exp(-m), else 0: that branch's
+// path through m changes h only through eps and is left out, as the reference allows).
+//   1. The forward again (mlstm_fwd.cuh, kModeDel): per row and v-column block the share of
+//      dh . h (h in f32) and sigma; mlstm_bwd_del_kernel adds the shares in a fixed order.
+//   2. Three sweeps over the sequence that carry a state (mlstm_bwd_fma.cuh: dq forward, dk and
+//      dv backward, O(S) work), writing their shares of q . dq and k . dk to scratch.
+//   3. One warp per head adds those in a fixed order for di = k . dk and
+//      df = sigmoid(-f) * (reverse cumulative sum of q . dq - k . dk).
 #include "kernels/cuda/mlstm_bwd_fma.cuh"
+#include "kernels/cuda/mlstm_fwd.cuh"
 
 namespace dnnb::cuda_kernels::mlstm {
 namespace {
+
+// del[row] = -sigma (sum of the row's shares of dh . h) / (n + eps); rows in [B, NH, S] order.
+__global__ void __launch_bounds__(256) mlstm_bwd_del_kernel(const BwdArgs p, const float* dh_dot, const float* sigma,
+                                                            int tiles, float* del) {
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.s;
+  if (at >= rows) return;
+  const int t = static_cast<int>(at % p.s);
+  const int bh = static_cast<int>(at / p.s);
+  float dot = 0.f;
+  for (int j = 0; j < tiles; ++j) dot += dh_dot[at * tiles + j];
+  const float n = p.n.head<const float>(bh / p.heads, bh % p.heads)[static_cast<int64_t>(t) * p.n.ss];
+  del[at] = sigma[at] == 0.f ? 0.f : -sigma[at] * dot / (n + p.eps);
+}
 
 Status bwd_limits(const Problem& problem) {
   auto a = mlstm_shape(problem);
@@ -71,10 +92,30 @@ Status run_mlstm_bwd(OpCall& call) {
     return Status::unsupported("cuda " + op + ": " + call.problem.to_string() + " exceeds the grid");
   const CudaDevice& dev = **device;
   const size_t shares = static_cast<size_t>(heads * d->s * dtiles);
-  auto scratch = StreamScratch::allocate(dev, 2 * shares * sizeof(float));
+  const size_t rows = static_cast<size_t>(heads * d->s);
+  const int del_tiles = static_cast<int>(fwd_del_tiles(a.dv));
+  auto scratch = StreamScratch::allocate(dev, (2 * shares + rows * (del_tiles + 2)) * sizeof(float));
   if (!scratch) return scratch.status();
   a.qdq = scratch->as<float>();
   a.kdk = a.qdq + shares;
+  float* dh_dot = a.kdk + shares;
+  float* sigma = dh_dot + rows * del_tiles;
+  float* del = sigma + rows;
+
+  // 1: dh . h and sigma from the forward, then del.
+  MlstmArgs fa;
+  fa.batch = a.batch, fa.heads = a.heads, fa.s = a.s, fa.dqk = a.dqk, fa.dv = a.dv;
+  fa.scale = a.scale, fa.eps = a.eps;
+  fa.q = a.q, fa.k = a.k, fa.v = a.v, fa.i = a.i, fa.f = a.f, fa.dh = a.dh;
+  fa.dh_dot = dh_dot;
+  fa.sigma = sigma;
+  DNNB_TRY(launch_fwd<kModeDel>(dev, fa, t, d->chunk, op));
+  mlstm_bwd_del_kernel<<<static_cast<unsigned>(ceil_div(static_cast<int64_t>(rows), 256)), 256, 0, dev.stream()>>>(
+      a, dh_dot, sigma, del_tiles, del);
+  DNNB_CUDA_CHECK_LAUNCH();
+  a.del = del;
+
+  // 2: the sweeps.
   const BwdLayout qk_lay = bwd_layout(a.dv, false), dv_lay = bwd_layout(a.dqk, true);
   DNNB_TRY(dispatch_float(t, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -93,6 +134,7 @@ Status run_mlstm_bwd(OpCall& call) {
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
   }));
+  // 3: di, df.
   mlstm_bwd_gates_kernel<<<static_cast<unsigned>(heads), 32, 0, dev.stream()>>>(a);
   DNNB_CUDA_CHECK_LAUNCH();
   return scratch->release();

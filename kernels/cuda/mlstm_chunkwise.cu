@@ -26,7 +26,7 @@ Status run_mlstm_chunkwise(OpCall& call) {
   a->c_last = *c;
   a->n_last = *n;
   a->m_last = *m;
-  return launch_fwd<false>(**device, *a, call.problem.dtype, d->chunk, op);
+  return launch_fwd<kModeChunk>(**device, *a, call.problem.dtype, d->chunk, op);
 }
 
 DNNB_REGISTER(register_mlstm("mlstm_chunkwise", run_mlstm_chunkwise, fwd_unit, fwd_limits));

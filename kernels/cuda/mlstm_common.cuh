@@ -53,6 +53,12 @@ struct Operand {
   }
 };
 
+// What a forward launch writes: the chunkwise form's h and last states, the parallel form's h,
+// n and m, or, for mlstm_bwd (the gradient through n needs h and the branch of n's max), per
+// row each block's share of dh . h (h in f32, before rounding) and sigma = d n / d rowsum:
+// sign(rowsum) where |rowsum| > exp(-m), 0 where exp(-m) is larger, half the sign on a tie.
+enum FwdMode : int { kModeChunk = 0, kModeParallel = 1, kModeDel = 2 };
+
 struct MlstmArgs {
   int batch = 1, heads = 1, s = 1, dqk = 1, dv = 1;
   float scale = 1.f, eps = 1e-6f;
@@ -60,7 +66,18 @@ struct MlstmArgs {
   Operand h;                            // [B, NH, S, DV]
   Operand n_out, m_out;                 // mlstm: n, m [B, NH, S]
   Operand c_last, n_last, m_last;       // mlstm_chunkwise: the last states
+  Operand dh;                           // kModeDel: [B, NH, S, DV]
+  float* dh_dot = nullptr;              // kModeDel: [B, NH, S, v-column blocks]
+  float* sigma = nullptr;               // kModeDel: [B, NH, S]
 };
+
+// sigma of a row from the chunk-stabilised row sum den and m_comb (the comparison |rowsum| vs
+// exp(-m) of the parallel form is the same after both sides are scaled by E > 0).
+__device__ __forceinline__ float row_sigma(float den, float mcomb) {
+  const float a = fabsf(den), e = expf(-mcomb);
+  const float sgn = den > 0.f ? 1.f : den < 0.f ? -1.f : 0.f;
+  return a > e ? sgn : a < e ? 0.f : 0.5f * sgn;
+}
 
 inline constexpr float kNegInf = -INFINITY;
 

@@ -1,6 +1,6 @@
 // The mLSTM forward on the FMA units, every dtype (f32 always; f16/bf16 at head dims the
-// tensor-core kernel does not take), for mlstm_chunkwise and, with kParallel, mlstm (the
-// recurrence in mlstm_common.cuh). All arithmetic in f32; q, k, v are converted on load.
+// tensor-core kernel does not take), for mlstm_chunkwise, mlstm (kModeParallel) and mlstm_bwd's
+// dh . h (kModeDel); the recurrence is in mlstm_common.cuh. All arithmetic in f32; q, k, v are converted on load.
 //
 // One block of 4 warps per (batch, head, 32 columns of v): it walks the sequence in tiles of 32
 // positions with the state C (DQK x 32) and n (DQK) in shared memory, f32. Per tile: q, k, v to
@@ -39,8 +39,9 @@ __device__ __forceinline__ float load_elem(const T* base, int64_t idx) {
   return to_float(base[idx]);
 }
 
-template <typename T, bool kParallel>
+template <typename T, int kMode>
 __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmArgs p, const FmaLayout lay) {
+  constexpr bool kParallel = kMode != kModeChunk;
   constexpr int L = kFmaL, DVT = kFmaDvt;
   extern __shared__ __align__(16) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -124,10 +125,23 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
       if (row < p.s) {
         const float nrm = row_norm(den, gt.mcomb[r]);
         const float y = acc / (nrm + (kParallel ? p.eps * gt.epsf[r] : p.eps));
-        if (lane < cols)
+        if constexpr (kMode == kModeDel) {
+          // mlstm_bwd: this block's share of dh . h for the row (rows are warp-uniform), and sigma.
+          float dot = lane < cols ? to_float(p.dh.head<const T>(b, h)[static_cast<int64_t>(row) * p.dh.ss +
+                                                                      static_cast<int64_t>(dv0 + lane) * p.dh.se]) *
+                                        y
+                                  : 0.f;
+          for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+          if (lane == 0) {
+            const int64_t at = static_cast<int64_t>(bh) * p.s + row;
+            p.dh_dot[at * dv_tiles + dvt] = dot;
+            if (dvt == 0) p.sigma[at] = row_sigma(den, gt.mcomb[r]);
+          }
+        } else if (lane < cols) {
           p.h.head<T>(b, h)[static_cast<int64_t>(row) * p.h.ss + static_cast<int64_t>(dv0 + lane) * p.h.se] =
               from_float<T>(y);
-        if constexpr (kParallel) {
+        }
+        if constexpr (kMode == kModeParallel) {
           if (lane == 0 && dvt == 0) {
             const float ef = gt.epsf[r];
             p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] = ef > 0.f ? nrm / ef : INFINITY;

@@ -1,6 +1,7 @@
 // The f16/bf16 mLSTM forward on the tensor cores (mma.sync m16n8k16, f32 accumulation, the
 // wrappers of gemm_mma.cuh and the swizzled tiles of sdpa_mma.cuh), for mlstm_chunkwise and,
-// with kParallel, mlstm (the recurrence in mlstm_common.cuh).
+// for mlstm (kModeParallel) and for mlstm_bwd's dh . h (kModeDel); the recurrence is in
+// mlstm_common.cuh.
 //
 // One block of 4 warps per (batch, head, DVT columns of v): it walks the sequence in tiles of
 // 64 positions, holding the state C (DQK x DVT, f32) in registers and n (DQK, f32) in shared
@@ -115,8 +116,9 @@ __device__ __forceinline__ float elem_float(const unsigned char* tile, uint32_t 
   return to_float(*reinterpret_cast<const T*>(tile + byte));
 }
 
-template <typename T, int DQK, int DVT, bool kParallel, bool kSplit>
+template <typename T, int DQK, int DVT, int kMode, bool kSplit>
 __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmArgs p, const MmaPaths paths) {
+  constexpr bool kParallel = kMode != kModeChunk;
   using Lay = MmaLayout<DQK, DVT, kSplit>;
   constexpr int L = kMmaL;
   constexpr int kMt = DQK / 64;  // 16-row tiles of C per warp
@@ -299,9 +301,37 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
         mma_16816<T>(o[2 * jj + 1], pa[kk], r[2], r[3]);
       }
     }
+    if constexpr (kMode == kModeDel) {
+      // mlstm_bwd: this block's share of dh . h per row (4 lanes a row), and sigma.
+      const T* dhg = p.dh.head<const T>(b, h) + static_cast<int64_t>(dv0) * p.dh.se;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = t0 + rl[r];
+        const bool in = row < p.s;
+        const float nrm = row_norm(den[r], gt.mcomb[rl[r]]);
+        const float inv = 1.f / (nrm + p.eps * gt.epsf[rl[r]]);
+        float dot = 0.f;
+        if (in) {
+          const T* dhrow = dhg + static_cast<int64_t>(row) * p.dh.ss;
+#pragma unroll
+          for (int n = 0; n < DVT / 8; ++n) {
+            const int64_t col = n * 8 + 2 * t;
+            dot = fmaf(to_float(dhrow[col * p.dh.se]), o[n][2 * r] * inv, dot);
+            dot = fmaf(to_float(dhrow[(col + 1) * p.dh.se]), o[n][2 * r + 1] * inv, dot);
+          }
+        }
+        dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+        dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+        if (in && t == 0) {
+          const int64_t at = static_cast<int64_t>(bh) * p.s + row;
+          p.dh_dot[at * dv_tiles + dvt] = dot;
+          if (dvt == 0) p.sigma[at] = row_sigma(den[r], gt.mcomb[rl[r]]);
+        }
+      }
+    }
     T* hg = p.h.head<T>(b, h) + static_cast<int64_t>(dv0) * p.h.se;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < (kMode == kModeDel ? 0 : 2); ++r) {
       const int row = t0 + rl[r];
       if (row >= p.s) continue;
       const float nrm = row_norm(den[r], gt.mcomb[rl[r]]);
@@ -318,7 +348,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
           hrow[static_cast<int64_t>(col + 1) * p.h.se] = from_float<T>(v1);
         }
       }
-      if constexpr (kParallel) {
+      if constexpr (kMode == kModeParallel) {
         if (t == 0 && dvt == 0) {
           const float ef = gt.epsf[rl[r]];
           p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] = ef > 0.f ? nrm / ef : INFINITY;
