@@ -39,7 +39,10 @@
 // than ggml's, within the dot_product bound over K / 32 terms.
 //
 // DNNB_CUDA_GGML_VARIANT=bulk swaps in ggml_matvec_bulk (matmul_ggml_bulk.cuh: w staged by the
-// bulk-copy engine, one block an SM) where M <= 16 and w's rows are whole 16-byte chunks.
+// bulk-copy engine, one block an SM) where M <= 16 and w's rows are whole 16-byte chunks;
+// DNNB_CUDA_GGML_VARIANT=split swaps in ggml_matvec_split (matmul_ggml_split.cuh: this warp
+// program over equal contiguous ranges of (tile, group) units, one wave) there, with K / 32 a
+// multiple of 8. The quantiser then also zeroes the split matvec's tile counters.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -78,6 +81,8 @@ struct QuantArgs {
   int nb;
   int8_t* xq;  // rows x nb x 32, each block in fragment order
   float* xd;   // rows_pad / 8 x nb x 8
+  unsigned* counters;  // the split matvec's tile counters, zeroed here (null for the others)
+  int64_t n_counters;
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
@@ -86,6 +91,9 @@ __device__ __forceinline__ int fragment_slot(int l) { return ((l & 15) >> 2) * 8
 template <typename T>
 __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < a.n_counters;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    a.counters[c] = 0;
   const int lane = threadIdx.x & 31;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (block >= a.rows_pad * a.nb) return;  // whole warps leave together
@@ -327,10 +335,12 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
 }
 
 #include "kernels/cuda/matmul_ggml_bulk.cuh"
+#include "kernels/cuda/matmul_ggml_split.cuh"
 
-// DNNB_CUDA_GGML_VARIANT picks the matvec, read once: "ring" (ggml_matvec, the default) or
+// DNNB_CUDA_GGML_VARIANT picks the matvec, read once: "ring" (ggml_matvec, the default),
 // "bulk" (ggml_matvec_bulk where it applies: M <= 16, w's rows whole 16-byte chunks at 16-byte
-// aligned addresses; ggml_matvec elsewhere). Anything else is refused by name.
+// aligned addresses; ggml_matvec elsewhere) or "split" (ggml_matvec_split where it applies: as
+// bulk, with K / 32 a multiple of 8). Anything else is refused by name.
 const std::string& matvec_variant() {
   static const std::string v = [] {
     const char* e = std::getenv("DNNB_CUDA_GGML_VARIANT");
@@ -344,8 +354,9 @@ Status run_matmul_ggml(OpCall& call) {
   if (!device) return device.status();
   auto d = ops::matmul_ggml_desc(call.problem);
   if (!d) return d.status();
-  if (matvec_variant() != "ring" && matvec_variant() != "bulk")
-    return Status::bad_input("cuda matmul_ggml: DNNB_CUDA_GGML_VARIANT=" + matvec_variant() + " is not ring or bulk");
+  if (matvec_variant() != "ring" && matvec_variant() != "bulk" && matvec_variant() != "split")
+    return Status::bad_input("cuda matmul_ggml: DNNB_CUDA_GGML_VARIANT=" + matvec_variant() +
+                             " is not ring, bulk or split");
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
     return Status::bad_input("cuda matmul_ggml: expected inputs w, x and output y");
   const Tensor& w = call.inputs[0];
@@ -368,23 +379,43 @@ Status run_matmul_ggml(OpCall& call) {
   if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
     return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
-  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
-  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
+
+  // The bulk and split matvecs run where M fits one token tile and w's rows are whole, 16-byte
+  // aligned 16-byte chunks (split: with K / 32 a multiple of 8). Their quantiser then asks for
+  // the SM's largest shared-memory carveout too, the one the matvec needs, so the matvec's
+  // blocks (launched while the quantiser runs) need no change of an SM's carveout to start
+  // beside it.
+  const bool rows16 = d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 16 == 0;
+  const bool bulk = matvec_variant() == "bulk" && rows16;
+  const bool q8 = d->w == DType::q8_0;
+  const int64_t tiles = ceil_div(d->n, kRows), units = tiles * (d->blocks() / kGroup);
+  const bool split = matvec_variant() == "split" && rows16 && d->blocks() % kGroup == 0 && units < (int64_t{1} << 40);
+  SplitKernel split_k{};
+  int split_w = 0;
+  if (split) {
+    split_k = split_kernel(q8, nt, d->m == 1);
+    auto warps = split_warps(**device, split_k, units);
+    if (!warps) return warps.status();
+    split_w = *warps;
+  }
+  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d,
+  // then the split matvec's slots (16-byte aligned: d's bytes are a multiple of 32) and counters.
+  const int64_t xq_bytes = d->m * d->blocks() * 32, xd_bytes = rows_pad * d->blocks() * 4;
+  const int64_t part_bytes = split ? int64_t{split_w} * 2 * nt * 32 * 16 : 0, count_bytes = split ? tiles * 4 : 0;
+  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(xq_bytes + xd_bytes + part_bytes + count_bytes));
   if (!scratch) return scratch.status();
   auto* xq = scratch->as<int8_t>();
-  auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
+  auto* xd = reinterpret_cast<float*>(xq + xq_bytes);
+  auto* part = reinterpret_cast<float4*>(xq + xq_bytes + xd_bytes);
+  auto* counters = reinterpret_cast<unsigned*>(xq + xq_bytes + xd_bytes + part_bytes);
 
-  // The bulk matvec runs where M fits one token tile and w's rows are whole, 16-byte aligned
-  // 16-byte chunks. Its quantiser then asks for the SM's largest shared-memory carveout too, the
-  // one the matvec needs, so the matvec's blocks (launched while the quantiser runs) need no
-  // change of an SM's carveout to start beside it.
-  const bool bulk = matvec_variant() == "bulk" && d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 16 == 0;
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd,
+               split ? counters : nullptr, split ? tiles : 0};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (bulk)
+    if (bulk || split)
       DNNB_CUDA_TRY(cudaFuncSetAttribute(ggml_quantize_x<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared));
     ggml_quantize_x<T><<<q_grid, 256, 0, (*device)->stream()>>>(qa);
@@ -403,7 +434,11 @@ Status run_matmul_ggml(OpCall& call) {
   p.xd = xd;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  const bool q8 = d->w == DType::q8_0;
+  if (split) {
+    Status launched = launch_matvec_split(**device, split_k, SplitArgs{p, units, split_w, part, counters});
+    if (!launched.is_ok()) return launched;
+    return scratch->release();
+  }
   if (bulk) {
     Status launched = nt == 1 ? (q8 ? launch_matvec_bulk<true, 1>(**device, p) : launch_matvec_bulk<false, 1>(**device, p))
                               : (q8 ? launch_matvec_bulk<true, 2>(**device, p) : launch_matvec_bulk<false, 2>(**device, p));
