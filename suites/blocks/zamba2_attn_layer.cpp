@@ -130,8 +130,9 @@ BlockDef zamba2_attn_layer() {
   def.check_problems = {"1x7x32:ffn=64,heads=4,rank=8", "2x17x48:ffn=120,heads=4,kv=2,rank=8",
                         "1x19x32:adapter=1,ffn=80,heads=4,rank=6,rope=1", "2x9x32:ffn=64,heads=2,rank=4,x.layout=padded"};
   // Zamba2-2.7B's shared attention block (hidden 2560, 32 heads of 160 over the 5120 concat,
-  // FFN 10240, adapter rank 128), prefill of 4 x 2048 tokens.
-  def.bench_problems = {{"4x2048x2560:ffn=10240,heads=32,rank=128", {DType::bf16}}};
+  // FFN 10240, adapter rank 128), prefill of 4 x 2048 and of 1 x 2048 tokens.
+  def.bench_problems = {{"4x2048x2560:ffn=10240,heads=32,rank=128", {DType::bf16}},
+                        {"1x2048x2560:ffn=10240,heads=32,rank=128", {DType::bf16}}};
   def.build = build_zamba2_attn_layer;
   return def;
 }

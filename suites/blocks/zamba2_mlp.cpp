@@ -54,7 +54,15 @@ Result<BlockGraph> build_zamba2_mlp(const Problem& p) {
   BlockBuilder g(p);
   g.input("x", {b, s, e});
   zamba2_mlp_weights(g, "", e, *ffn, *rank);
-  g.reshape("x.rows", "x", {m, e});
+  // linear reads x as [M, E] rows, a view only of contiguous storage: an x the problem lays out
+  // otherwise (x.layout=padded) is first copied (an identity permute, which reads any layout).
+  std::string rows_of = "x";
+  const std::string layout = g.layout_of("x", "x");
+  if (!layout.empty()) {
+    g.node("x.contiguous", "permute", dims({b, s, e}) + ":perm=012," + layout, {"x"}, {"x.copy"});
+    rows_of = "x.copy";
+  }
+  g.reshape("x.rows", rows_of, {m, e});
   zamba2_mlp_nodes(g, "", "x.rows", "down_proj.out", m, e, *ffn, *rank);
   // A block's output is a node's own (core/block.h), and linear writes [M, E]: an identity
   // permute gives y its [B, S, E] (one copy of y, which torch's view does not make).
@@ -70,10 +78,12 @@ BlockDef zamba2_mlp() {
   def.torch = "transformers Zamba2MLP(config, num_fwd_mem_blocks=1, block_id=0)(x, layer_idx=0)";
   def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"ffn", "rank"};
-  // Odd token counts, widths and ranks that are no tile's multiple.
-  def.check_problems = {"1x7x64:ffn=96,rank=8", "2x17x64:ffn=176,rank=16", "1x33x96:ffn=260,rank=5"};
-  // Zamba2-2.7B's shared MLP (hidden 2560, FFN 4 x 2560, adapter rank 128), prefill of 4 x 2048 tokens.
-  def.bench_problems = {{"4x2048x2560:ffn=10240,rank=128", {DType::bf16}}};
+  // Odd token counts, widths and ranks that are no tile's multiple; x with padded rows.
+  def.check_problems = {"1x7x64:ffn=96,rank=8", "2x17x64:ffn=176,rank=16", "1x33x96:ffn=260,rank=5",
+                        "2x9x64:ffn=96,rank=8,x.layout=padded"};
+  // Zamba2-2.7B's shared MLP (hidden 2560, FFN 4 x 2560, adapter rank 128), prefill of 4 x 2048
+  // and of 1 x 2048 tokens.
+  def.bench_problems = {{"4x2048x2560:ffn=10240,rank=128", {DType::bf16}}, {"1x2048x2560:ffn=10240,rank=128", {DType::bf16}}};
   def.build = build_zamba2_mlp;
   return def;
 }
