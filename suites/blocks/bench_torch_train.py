@@ -26,6 +26,7 @@ PROBLEMS = [
     ("gpt2_block_bwd", (4, 1024, 768), {"heads": 12}),
     ("gpt2_block_bwd", (4, 2048, 768), {"heads": 12}),
     ("llama_block_bwd", (1, 2048, 4096), {"heads": 32, "kv": 8, "ffn": 14336, "theta": 500000.0, "eps": 1e-5}),
+    ("llama_block_bwd", (4, 2048, 4096), {"heads": 32, "kv": 8, "ffn": 14336, "theta": 500000.0, "eps": 1e-5}),
 ]
 BF16_ONLY = {"llama_block_bwd"}
 

@@ -44,7 +44,9 @@ void declare_forward(BlockBuilder& g, const Dims& d, bool saved) {
   // x is read by ln_1 and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
   g.node("ln_1", "layernorm", shape_text({b, s, e}) + ":" + d.eps + with(g.layout_of("x", "x"), ","),
          {"x", "ln_1.weight", "ln_1.bias"}, {"ln_1.out"});
-  if (saved) g.node("ln_1.stats", "layernorm_stats", shape_text({b, s, e}) + ":" + d.eps, {"x"}, {"ln_1.mean", "ln_1.rstd"});
+  if (saved)
+    g.node("ln_1.stats", "layernorm_stats", shape_text({b, s, e}) + ":" + d.eps + with(g.layout_of("x", "x"), ","), {"x"},
+           {"ln_1.mean", "ln_1.rstd"});
   g.reshape("ln_1.rows", "ln_1.out", {m, e});
   g.transpose("attn.c_attn.w", "attn.c_attn.weight");
   g.node("attn.c_attn", "linear", shape_text({m, 3 * e, e}) + linear, {"ln_1.rows", "attn.c_attn.w", "attn.c_attn.bias"},

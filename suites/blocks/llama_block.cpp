@@ -49,7 +49,9 @@ void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
   // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
   g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + dm.eps + with(g.layout_of("x", "x"), ","),
          {"x", "input_layernorm.weight"}, {"n1.bse"});
-  if (saved) g.node("input_layernorm.stats", "rmsnorm_stats", shape_text({b, s, e}) + dm.eps, {"x"}, {"input_layernorm.rstd"});
+  if (saved)
+    g.node("input_layernorm.stats", "rmsnorm_stats", shape_text({b, s, e}) + dm.eps + with(g.layout_of("x", "x"), ","), {"x"},
+           {"input_layernorm.rstd"});
   g.reshape("n1", "n1.bse", {m, e});
   for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
     const std::string proj = "self_attn." + name + "_proj";

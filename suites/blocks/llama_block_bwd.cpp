@@ -21,8 +21,6 @@ namespace {
 using llama::shape_text;
 
 Result<BlockGraph> build_llama_block_bwd(const Problem& p) {
-  if (!p.get("x.layout").empty())
-    return Status::bad_input(p.op + ": parameter x.layout: the training step takes a contiguous x");
   auto dims = llama::dims_of(p);
   if (!dims) return dims.status();
   const int64_t b = dims->b, s = dims->s, e = dims->e, h = dims->h, kv = dims->kv, f = dims->f, d = dims->d, m = dims->m;
@@ -73,7 +71,7 @@ Result<BlockGraph> build_llama_block_bwd(const Problem& p) {
     }
   }
   g.reshape("d.n1.bse", "d.n1", {b, s, e});
-  g.node("input_layernorm.bwd", "rmsnorm_bwd", shape_text({b, s, e}) + dims->eps,
+  g.node("input_layernorm.bwd", "rmsnorm_bwd", shape_text({b, s, e}) + dims->eps + llama::with(g.layout_of("x", "x"), ","),
          {"x", "input_layernorm.weight", "d.n1.bse", "input_layernorm.rstd"}, {"d.x.norm", "input_layernorm.weight.grad"});
   g.reshape("d.h.bse", "d.h", {b, s, e});
   g.node("residual_1.bwd", "add", shape_text({b, s, e}), {"d.x.norm", "d.h.bse"}, {"dx"});
@@ -92,11 +90,12 @@ BlockDef llama_block_bwd() {
   def.torch = "torch.autograd.grad(LlamaDecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos)), (x, *parameters), dy)";
   def.dtypes = {DType::f32, DType::bf16};
   def.param_keys = {"heads", "kv", "ffn", "eps", "theta"};
-  // llama_block's: GQA and MQA, odd lengths, FFN widths that are no tile's multiple.
+  // llama_block's: GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows.
   def.check_problems = {"1x7x64:ffn=172,heads=4,kv=2", "2x17x64:ffn=176,heads=4,kv=2", "1x33x128:ffn=344,heads=4,kv=1",
-                        "2x13x96:ffn=260,heads=3,kv=3,theta=500000"};
-  // A Llama-3-8B layer's training step at 1 x 2048 tokens (bf16).
-  def.bench_problems = {{"1x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}}};
+                        "2x13x96:ffn=260,heads=3,kv=3,theta=500000", "2x9x64:ffn=176,heads=4,kv=2,x.layout=padded"};
+  // A Llama-3-8B layer's training step at 1 x 2048 and 4 x 2048 tokens (bf16).
+  def.bench_problems = {{"1x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}},
+                        {"4x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}}};
   def.build = build_llama_block_bwd;
   return def;
 }
