@@ -42,7 +42,8 @@
 // bulk-copy engine, one block an SM) where M <= 16 and w's rows are whole 16-byte chunks;
 // DNNB_CUDA_GGML_VARIANT=split swaps in ggml_matvec_split (matmul_ggml_split.cuh: this warp
 // program over equal contiguous ranges of (tile, group) units, one wave) there, with K / 32 a
-// multiple of 8. The quantiser then also zeroes the split matvec's tile counters.
+// multiple of 8. The quantiser then also zeroes the split matvec's tile counters and, for
+// q8_0, stores the even blocks of x in split_slot's order.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -83,10 +84,19 @@ struct QuantArgs {
   float* xd;   // rows_pad / 8 x nb x 8
   unsigned* counters;  // the split matvec's tile counters, zeroed here (null for the others)
   int64_t n_counters;
+  bool split_q8;  // even blocks (of K) in split_slot's order, for the split matvec on q8_0
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
 __device__ __forceinline__ int fragment_slot(int l) { return ((l & 15) >> 2) * 8 + (l >> 4) * 4 + (l & 3); }
+// The split matvec's order for an even block of q8_0 (matmul_ggml_split.cuh): lane t's 8 bytes
+// at 8t are quants 2 + 4t .. 5 + 4t, then 18 + 4t .. 21 + 4t (t < 3) or 0, 1, 30, 31 (t = 3).
+__device__ __forceinline__ int split_slot(int l) {
+  if (l < 2) return 28 + l;
+  if (l < 18) return ((l - 2) >> 2) * 8 + ((l - 2) & 3);
+  if (l < 30) return ((l - 18) >> 2) * 8 + 4 + ((l - 18) & 3);
+  return l;
+}
 
 template <typename T>
 __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
@@ -119,7 +129,7 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + fragment_slot(lane)] = static_cast<int8_t>(q);
+  a.xq[block * 32 + (a.split_q8 && b % 2 == 0 ? split_slot(lane) : fragment_slot(lane))] = static_cast<int8_t>(q);
   if (lane == 0) *d_out = d_value;
 }
 
@@ -411,7 +421,7 @@ Status run_matmul_ggml(OpCall& call) {
   auto* counters = reinterpret_cast<unsigned*>(xq + xq_bytes + xd_bytes + part_bytes);
 
   QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd,
-               split ? counters : nullptr, split ? tiles : 0};
+               split ? counters : nullptr, split ? tiles : 0, split && q8};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);

@@ -22,6 +22,15 @@
 // the warp that brings the count to wb - wa + 1 fences and adds the slots in warp order
 // (deterministic, in L2: __ldcg) and stores y. No warp waits for another.
 //
+// q8_0 fragments without funnel shifts: a group's block j starts at byte 34 j of its slot, so
+// its quants start 4-byte aligned when j is odd (A takes words t and 4 + t of them, the natural
+// order) and at 2 mod 4 when j is even. For even j the aligned words V0 .. V8 at 34 j hold
+// (d, q0, q1), q2 .. q29 in V1 .. V7 and (q30, q31, ..) in V8: lane t takes V(1 + t) as quants
+// 2 + 4t .. 5 + 4t and V(5 + t) as 18 + 4t .. 21 + 4t, and lane 3, whose V(5 + t) is V8, makes
+// (q0, q1, q30, q31) of V0 and V8 by a byte permute; d is V0's low half. The quantiser stores an
+// even block of x in that order (split_slot in matmul_ggml.cu), so the mma's k order agrees for
+// A and B and the integer dot is the same. q4_0 takes the ring kernel's reads (QuantReader).
+//
 // kOne (M = 1): only token 0 is stored, so the FMAs of the odd tokens (c1, c3) are left out.
 #pragma once
 
@@ -44,6 +53,11 @@ struct SplitArgs {
   float4* part;     // [W][2][kNT][32]: a warp's sums of its first (0) and last (1) tile
   unsigned* count;  // [T]: warps done with a split tile
 };
+
+// An aligned 32-bit word of a stage.
+__device__ __forceinline__ uint32_t staged_word(const unsigned char* stage, int byte) {
+  return *reinterpret_cast<const uint32_t*>(stage + byte);
+}
 
 // The first unit of warp w, and the warp owning unit u: the w with start(w) <= u < start(w + 1).
 __device__ __forceinline__ int64_t split_start(int64_t w, const SplitArgs& a) { return w * a.units / a.warps; }
@@ -107,7 +121,8 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
 
   // This lane's A rows g and g + 8: block 0 of a group at these slot offsets (rows start at 0).
   const int blk_lo = g * S::kSlot, blk_hi = (g + 8) * S::kSlot;
-  const QuantReader read_lo(blk_lo + 2, t), read_hi(blk_hi + 2, t);
+  const QuantReader read_lo(blk_lo + 2, t), read_hi(blk_hi + 2, t);  // q4_0
+  const uint32_t even_sel = t == 3 ? 0x5432u : 0x7654u;                // q8_0, even blocks: see split_slot
   float acc[kNT][4];
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt)
@@ -195,17 +210,30 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
       const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
-      const float dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
-      const float dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
-      const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
-      const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
+      float dw_lo, dw_hi;
       uint32_t a4[4];
       if constexpr (kQ8) {
-        a4[0] = staged_u32(stage, w_lo, sh_lo);
-        a4[1] = staged_u32(stage, w_hi, sh_hi);
-        a4[2] = staged_u32(stage, w_lo + 16, sh_lo);  // quants 16 + 4t .. 16 + 4t + 3
-        a4[3] = staged_u32(stage, w_hi + 16, sh_hi);
+        if (j & 1) {  // quants at lo + 2, 4-byte aligned: natural order, words t and 4 + t
+          dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
+          dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
+          a4[0] = staged_word(stage, lo + 2 + 4 * t);
+          a4[1] = staged_word(stage, hi + 2 + 4 * t);
+          a4[2] = staged_word(stage, lo + 18 + 4 * t);
+          a4[3] = staged_word(stage, hi + 18 + 4 * t);
+        } else {  // words V0 .. V8 at lo: V0 = d, q0, q1; V1 .. V7 = q2 .. q29; V8 = q30, q31, ...
+          const uint32_t v0_lo = staged_word(stage, lo), v0_hi = staged_word(stage, hi);
+          dw_lo = __half2float(__ushort_as_half(static_cast<unsigned short>(v0_lo & 0xffffu)));
+          dw_hi = __half2float(__ushort_as_half(static_cast<unsigned short>(v0_hi & 0xffffu)));
+          a4[0] = staged_word(stage, lo + 4 + 4 * t);  // V(1 + t)
+          a4[1] = staged_word(stage, hi + 4 + 4 * t);
+          a4[2] = __byte_perm(v0_lo, staged_word(stage, lo + 20 + 4 * t), even_sel);  // V(5 + t) / q0 q1 q30 q31
+          a4[3] = __byte_perm(v0_hi, staged_word(stage, hi + 20 + 4 * t), even_sel);
+        }
       } else {
+        dw_lo = __half2float(*reinterpret_cast<const __half*>(stage + lo));
+        dw_hi = __half2float(*reinterpret_cast<const __half*>(stage + hi));
+        const int w_lo = read_lo.word[j & 1] + j * S::kBlockBytes, w_hi = read_hi.word[j & 1] + j * S::kBlockBytes;
+        const int sh_lo = read_lo.shift[j & 1], sh_hi = read_hi.shift[j & 1];
         const uint32_t c_lo = staged_u32(stage, w_lo, sh_lo), c_hi = staged_u32(stage, w_hi, sh_hi);
         a4[0] = q4_signed(c_lo & 0x0f0f0f0fu);
         a4[1] = q4_signed(c_hi & 0x0f0f0f0fu);
