@@ -57,7 +57,7 @@ void head_backward(const MlstmOperands& x, int64_t r, const double* dh, HeadGrad
     c = mlstm_cumulative_gates(x, r);
     gi.assign(x.i.begin() + g0, x.i.begin() + g0 + S);
   }
-  const double sums = 8 * (std::sqrt(static_cast<double>(S)) + std::sqrt(static_cast<double>(d.dv))) * kU32 + 4 * kU32;
+  const double sums = 8 * std::sqrt(static_cast<double>(S)) * kU32;
   const double score_error = 8 * std::sqrt(static_cast<double>(d.dqk)) * kU32;
   MlstmRow row;
   std::vector<double> dct(S), dct_mag(S), h(d.dv);
@@ -90,15 +90,27 @@ void head_backward(const MlstmOperands& x, int64_t r, const double* dh, HeadGrad
     int64_t argmax = 0;
     for (int64_t s = 0; s <= t; ++s)
       if (row.log_d[s] > row.log_d[argmax]) argmax = s;
-    std::vector<double> dlog(t + 1), dlog_mag(t + 1);
+    std::vector<double> dlog(t + 1), dlog_mag(t + 1), delta(t + 1, 0.0);
+    double delta_row = 0;
+    if (mag)
+      for (int64_t s = 0; s <= t; ++s)
+        if (row.dgate[s] > 1e-30) delta_row = std::max(delta_row, delta[s] = mlstm_log_gate_error(c, gi, S, t, s, row.m));
+    // The error of dr = dn sign(r): dn sums over the row in f32, of terms off by their exponents.
+    const double dr_error = (8 * std::sqrt(static_cast<double>(t + 1)) * kU32 + 2 * delta_row + 4 * kU32) * dn_mag;
     for (int64_t s = 0; s <= t; ++s) {
       const double dct_s = dct[s] + dr;
       const double ds = dct_s * row.dgate[s];
       const double ds_mag = (dct_mag[s] + dn_mag) * row.dgate[s];
       dlog[s] = dct_s * row.score[s] * row.dgate[s];
-      if (mag)
-        dlog_mag[s] = ds_mag * (std::fabs(row.score[s]) * (sums + 2 * mlstm_log_gate_error(c, gi, S, t, s, row.m)) +
-                                score_error * row.score_abs[s]);
+      if (mag) {
+        // dLogD = (dC~ + dr) S D: each factor's error times the others' values, and the f32 sums
+        // (di over t, dc over the row and column) of the terms.
+        const double val = std::fabs(dct_s);
+        const double dct_error = 8 * std::sqrt(static_cast<double>(d.dv)) * kU32 * dct_mag[s] + dr_error;
+        dlog_mag[s] = row.dgate[s] * (std::fabs(row.score[s]) * (val * (2 * delta[s] + 4 * kU32) + dct_error) +
+                                      val * score_error * row.score_abs[s]) +
+                      sums * std::fabs(dlog[s]);
+      }
       dm -= dlog[s];
       const double* k = x.k.data() + (g0 + s) * d.dqk;
       for (int64_t e = 0; e < d.dqk; ++e) {
@@ -137,7 +149,7 @@ void head_backward(const MlstmOperands& x, int64_t r, const double* dh, HeadGrad
   double acc = 0, acc_mag = 0;
   for (int64_t s = S - 1; s >= 0; --s) {
     acc += dc[s];
-    acc_mag += dc_mag[s];
+    acc_mag += dc_mag[s] + 8 * std::sqrt(static_cast<double>(S)) * kU32 * std::fabs(acc);
     const double sig = 1 / (1 + std::exp(x.f[g0 + s]));
     g.df[s] = acc * sig;
     if (mag) mag->df[s] = acc_mag * sig;
