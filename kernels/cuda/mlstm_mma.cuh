@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
   const int n_tiles = (p.s + L - 1) / L;
   load_qkv(0, 0);
   cp_async_commit();
-  for (int idx = threadIdx.x; idx < Lay::kCBytes / 16; idx += kMmaThreads)
+  for (int idx = threadIdx.x; idx < (kSplit ? 2 : 1) * Lay::kCBytes / 16; idx += kMmaThreads)
     reinterpret_cast<uint4*>(c_tile)[idx] = make_uint4(0, 0, 0, 0);
   for (int d = threadIdx.x; d < DQK; d += kMmaThreads) n_s[d] = 0.f;
 
