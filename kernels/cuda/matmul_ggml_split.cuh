@@ -82,30 +82,35 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
   const uint32_t ring_s = gemm::smem_addr(ring);
 
   // Copies: chunk i = lane + 32 j of a stage is chunk c of row r (i = r kChunks + c), read from
-  // the issue tile's row 0 + src[j] + the group's offset into slot byte dst[j].
-  int src[S::kPerLane], dst[S::kPerLane];
+  // the issue group's row 0 + src[j] into ring slot 0's byte dst[j]. Both are kept in registers
+  // (an empty asm hides how they were computed, so they are not recomputed from the lane index
+  // at every issue): a copy is then two adds and the cp.async.
+  uint32_t src[S::kPerLane], dst[S::kPerLane];
 #pragma unroll
   for (int j = 0; j < S::kPerLane; ++j) {
     const int i = lane + 32 * j, r = min(i / S::kChunks, kRows - 1), c = i - (i / S::kChunks) * S::kChunks;
-    dst[j] = r * S::kSlot + 16 * c;
+    dst[j] = ring_s + static_cast<uint32_t>(r * S::kSlot + 16 * c);
+    asm volatile("" : "+r"(dst[j]));
   }
-  int i_tile = static_cast<int>(u_begin / groups), i_grp = static_cast<int>(u_begin % groups);
-  const unsigned char* i_base = nullptr;
-  auto set_tile = [&](int tile) {  // rows past N repeat the last row
+  int i_tile = static_cast<int>(u_begin / groups), i_grp = static_cast<int>(u_begin % groups), i_slot = 0;
+  const unsigned char* i_ptr = nullptr;  // the next group's row 0
+  auto set_tile = [&](int tile) {        // rows past N repeat the last row (offsets >= 0)
     const int row0 = tile * kRows;
-    i_base = p.w + static_cast<int64_t>(row0) * p.w_row_bytes;
+    i_ptr = p.w + static_cast<int64_t>(row0) * p.w_row_bytes + static_cast<int64_t>(i_grp) * S::kGroupBytes;
 #pragma unroll
     for (int j = 0; j < S::kPerLane; ++j) {
       const int i = lane + 32 * j, r = min(i / S::kChunks, kRows - 1), c = i - (i / S::kChunks) * S::kChunks;
-      src[j] = (min(row0 + r, p.n - 1) - row0) * static_cast<int>(p.w_row_bytes) + 16 * c;
+      src[j] = static_cast<uint32_t>((min(row0 + r, p.n - 1) - row0) * static_cast<int>(p.w_row_bytes) + 16 * c);
+      asm volatile("" : "+r"(src[j]));
     }
   };
-  auto issue = [&](int slot) {  // the next unit in order
-    const unsigned char* base = i_base + static_cast<int64_t>(i_grp) * S::kGroupBytes;
-    const uint32_t stage = ring_s + slot * S::kBytes;
+  auto issue = [&]() {  // the next unit in order, into the next slot
+    const uint32_t stage = static_cast<uint32_t>(i_slot * S::kBytes);
 #pragma unroll
     for (int j = 0; j < S::kPerLane; ++j)
-      if (j < S::kPerLane - 1 || lane + 32 * j < S::kCopies) gemm::cp_async_16(stage + dst[j], base + src[j], 16);
+      if (j < S::kPerLane - 1 || lane + 32 * j < S::kCopies) gemm::cp_async_16(dst[j] + stage, i_ptr + src[j], 16);
+    i_slot = i_slot == kStages - 1 ? 0 : i_slot + 1;
+    i_ptr += S::kGroupBytes;
     if (++i_grp == groups) {
       i_grp = 0;
       set_tile(++i_tile);
@@ -114,7 +119,7 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
   set_tile(i_tile);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_units) issue(s);
+    if (s < n_units) issue();
     gemm::cp_async_commit();
   }
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // x's quants, scales and the counters are written
@@ -147,15 +152,21 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
       float4* mine = a.part + (static_cast<int64_t>(warp) * 2 + (tile == first_tile ? 0 : 1)) * kNT * 32;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) mine[nt * 32 + lane] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
-      __threadfence();
-      __syncwarp();
       const int64_t u0 = static_cast<int64_t>(tile) * groups;
       const int wa = split_owner(u0, a), wb = split_owner(u0 + groups - 1, a);
+      // Release: the lanes' stores are ordered before lane 0's fence by the warp barrier, and
+      // the fence before its count. Acquire: the last warp's lane 0 fences after its count,
+      // and the warp barrier orders that before every lane's loads.
+      __syncwarp();
       unsigned arrived = 0;
-      if (lane == 0) arrived = atomicAdd(a.count + tile, 1u);
+      if (lane == 0) {
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        arrived = atomicAdd(a.count + tile, 1u);
+        if (arrived == static_cast<unsigned>(wb - wa)) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+      }
       arrived = __shfl_sync(0xffffffffu, arrived, 0);
+      __syncwarp();
       if (arrived != static_cast<unsigned>(wb - wa)) return;  // a later warp adds the slots
-      __threadfence();
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
@@ -182,10 +193,10 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
       }
   };
 
-  int c_tile = first_tile, c_grp = static_cast<int>(u_begin % groups);
+  int c_tile = first_tile, c_grp = static_cast<int>(u_begin % groups), c_slot = 0;
   bool from_start = c_grp == 0;  // this warp holds the current tile's first group
   for (int it = 0; it < n_units; ++it) {
-    if (it + kStages - 1 < n_units) issue((it + kStages - 1) % kStages);
+    if (it + kStages - 1 < n_units) issue();
     gemm::cp_async_commit();
     const int b0 = c_grp * kGroup;
     // B fragments and d_x of the group (L1/L2: x is small), loaded while w's stage lands.
@@ -206,7 +217,8 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a)
     }
     gemm::cp_async_wait<kStages - 1>();
     __syncwarp();  // every lane's chunks of this stage have landed
-    const unsigned char* stage = ring + (it % kStages) * S::kBytes;
+    const unsigned char* stage = ring + c_slot * S::kBytes;
+    c_slot = c_slot == kStages - 1 ? 0 : c_slot + 1;
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
       const int lo = blk_lo + j * S::kBlockBytes, hi = blk_hi + j * S::kBlockBytes;
