@@ -319,6 +319,20 @@ __global__ void __launch_bounds__(kBwdThreads) mlstm_bwd_dv_kernel(const BwdArgs
   }
 }
 
+// del[row] = -sigma (sum of the row's shares of dh . h) / (n + eps); rows in [B, NH, S] order.
+__global__ void __launch_bounds__(256) mlstm_bwd_del_kernel(const BwdArgs p, const float* dh_dot, const float* sigma,
+                                                            int tiles, float* del) {
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.s;
+  if (at >= rows) return;
+  const int t = static_cast<int>(at % p.s);
+  const int bh = static_cast<int>(at / p.s);
+  float dot = 0.f;
+  for (int j = 0; j < tiles; ++j) dot += dh_dot[at * tiles + j];
+  const float n = p.n.head<const float>(bh / p.heads, bh % p.heads)[static_cast<int64_t>(t) * p.n.ss];
+  del[at] = sigma[at] == 0.f ? 0.f : -sigma[at] * dot / (n + p.eps);
+}
+
 // di and df from the shares of q . dq and k . dk: di = k . dk, dfbar = reverse cumsum of
 // (q . dq - k . dk), df = dfbar sigmoid(-f). One warp per (b, h), tiles of 32 from the end.
 __global__ void __launch_bounds__(32) mlstm_bwd_gates_kernel(const BwdArgs p) {
