@@ -65,8 +65,10 @@ __device__ __forceinline__ int split_owner(int64_t u, const SplitArgs& a) {
   return static_cast<int>(((u + 1) * a.warps - 1) / a.units);
 }
 
+// At least 3 blocks an SM (q8_0: what its 58 KB of rings allow) or 4 (q4_0): a register cap
+// of 170 / 128 a thread, under which nothing spills.
 template <bool kQ8, int kNT, bool kOne>
-__global__ void __launch_bounds__(kThreads) ggml_matvec_split(const SplitArgs a) {
+__global__ void __launch_bounds__(kThreads, kQ8 ? 3 : 4) ggml_matvec_split(const SplitArgs a) {
   using S = SplitStage<kQ8>;
   constexpr int kStages = kRing;
   extern __shared__ __align__(16) unsigned char smem[];
