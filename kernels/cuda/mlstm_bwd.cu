@@ -6,11 +6,14 @@
 // path through m changes h only through eps and is left out, as the reference allows).
 //   1. The forward again (mlstm_fwd.cuh, kModeDel): per row and v-column block the share of
 //      dh . h (h in f32) and sigma; mlstm_bwd_del_kernel adds the shares in a fixed order.
-//   2. Three sweeps over the sequence that carry a state (mlstm_bwd_fma.cuh: dq forward, dk and
-//      dv backward, O(S) work), writing their shares of q . dq and k . dk to scratch.
+//   2. Three sweeps over the sequence that carry a state (dq forward, dk and dv backward, O(S)
+//      work), writing their shares of q . dq and k . dk to scratch: on the tensor cores
+//      (mlstm_bwd_mma.cuh) for f16/bf16 with DQK and DV in {64, 128, 256}, else on the FMA units
+//      (mlstm_bwd_fma.cuh).
 //   3. One warp per head adds those in a fixed order for di = k . dk and
 //      df = sigmoid(-f) * (reverse cumulative sum of q . dq - k . dk).
 #include "kernels/cuda/mlstm_bwd_fma.cuh"
+#include "kernels/cuda/mlstm_bwd_mma.cuh"
 #include "kernels/cuda/mlstm_fwd.cuh"
 
 namespace dnnb::cuda_kernels::mlstm {
@@ -30,6 +33,31 @@ template <typename K>
 Status set_smem(K kernel, size_t bytes) {
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   return Status::ok();
+}
+
+bool mma_dim(int d) { return d == 64 || d == 128 || d == 256; }
+
+bool bwd_uses_mma(DType t, int dqk, int dv) { return t != DType::f32 && mma_dim(dqk) && mma_dim(dv); }
+
+// One tensor-core sweep: K1 = DV for dq and dk, DQK for dv; blocks per head: its 32-column tiles.
+template <typename T, int kSweep, int K1>
+Status launch_sweep(const CudaDevice& dev, const BwdArgs& a, int64_t heads) {
+  auto kernel = mlstm_bwd_mma_kernel<T, K1, kSweep>;
+  constexpr int kSmem = BwdMmaLayout<K1>::kSmem;
+  DNNB_TRY(set_smem(kernel, kSmem));
+  const int64_t tiles = (kSweep == kSweepDv ? a.dv : a.dqk) / kBwdMmaCols;
+  kernel<<<static_cast<unsigned>(heads * tiles), kMmaThreads, kSmem, dev.stream()>>>(a, bwd_mma_paths(a));
+  DNNB_CUDA_CHECK_LAUNCH();
+  return Status::ok();
+}
+
+template <typename T, int kSweep>
+Status launch_sweep_k1(const CudaDevice& dev, const BwdArgs& a, int64_t heads) {
+  switch (kSweep == kSweepDv ? a.dqk : a.dv) {
+    case 64: return launch_sweep<T, kSweep, 64>(dev, a, heads);
+    case 128: return launch_sweep<T, kSweep, 128>(dev, a, heads);
+    default: return launch_sweep<T, kSweep, 256>(dev, a, heads);
+  }
 }
 
 Status run_mlstm_bwd(OpCall& call) {
@@ -105,6 +133,13 @@ Status run_mlstm_bwd(OpCall& call) {
   const BwdLayout qk_lay = bwd_layout(a.dv, false), dv_lay = bwd_layout(a.dqk, true);
   DNNB_TRY(dispatch_float(t, [&](auto tag) -> Status {
     using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (bwd_uses_mma(t, a.dqk, a.dv)) {
+        DNNB_TRY((launch_sweep_k1<T, kSweepDq>(dev, a, heads)));
+        DNNB_TRY((launch_sweep_k1<T, kSweepDk>(dev, a, heads)));
+        return launch_sweep_k1<T, kSweepDv>(dev, a, heads);
+      }
+    }
     auto dq_kernel = mlstm_bwd_qk_kernel<T, false>;
     auto dk_kernel = mlstm_bwd_qk_kernel<T, true>;
     auto dv_kernel = mlstm_bwd_dv_kernel<T>;
@@ -126,8 +161,14 @@ Status run_mlstm_bwd(OpCall& call) {
   return scratch->release();
 }
 
-DNNB_REGISTER(register_mlstm("mlstm_bwd", run_mlstm_bwd, [](const Problem&) { return std::string("f32_fma"); },
-                             bwd_limits));
+// The tensor-core unit where the sweeps run on it, else the FMA units.
+std::string bwd_unit(const Problem& problem) {
+  auto a = mlstm_shape(problem);
+  if (a && bwd_uses_mma(problem.dtype, a->dqk, a->dv)) return ops::tensor_core_unit(problem);
+  return "f32_fma";
+}
+
+DNNB_REGISTER(register_mlstm("mlstm_bwd", run_mlstm_bwd, bwd_unit, bwd_limits));
 
 }  // namespace
 }  // namespace dnnb::cuda_kernels::mlstm

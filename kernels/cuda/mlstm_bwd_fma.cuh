@@ -41,41 +41,51 @@ struct BwdArgs {
   float* kdk = nullptr;             // [B, NH, S, DQK tiles]: shares of k . dk
 };
 
-// The gates of one tile for the backward, written by warp 0 (one position a lane).
-struct BwdGates {
-  float a[kBwdL];   // i - b; -inf past the sequence
-  float mu[kBwdL];  // b - m; -inf past the sequence
-  float rn[kBwdL];  // 1 / (n + eps)
-  float del[kBwdL];
-  float w[kBwdL];   // the state's weight on the row or key (per kernel)
-  float e[kBwdL];   // the state's update weight: forward exp(a - r'), reverse exp(mu - rho')
-  float gs;         // the state's decay over the tile
-  float stab;       // the state's stabiliser after this tile (r or rho)
+// The gates of one tile of L positions for the backward, written by warp 0 (positions lane,
+// lane + 32, ...).
+template <int L>
+struct BwdGatesT {
+  float a[L];    // i - b; -inf past the sequence
+  float mu[L];   // b - m; -inf past the sequence
+  float rn[L];   // 1 / (n + eps)
+  float del[L];
+  float w[L];    // the state's weight on the row or key (per kernel)
+  float e[L];    // the state's update weight: forward exp(a - r'), reverse exp(mu - rho')
+  float gs;      // the state's decay over the tile
+  float stab;    // the state's stabiliser after this tile (r or rho)
 };
+using BwdGates = BwdGatesT<kBwdL>;
 
 // Warp 0: the tile's gates. kForward: the dq sweep (state r, weights on rows w = exp(mu + r),
 // update abar in e); else a reverse sweep (state rho: weights on keys w = exp(g + a + rho),
 // update e = exp(mu - rho')). `stab` holds the state's stabiliser before the tile.
-template <bool kForward>
-__device__ __forceinline__ void bwd_prep(BwdGates& gt, const BwdArgs& p, int b, int h, int t0, int lane, float stab) {
-  const int t = t0 + lane;
-  const bool valid = t < p.s;
-  const int64_t ti = valid ? t : 0;
-  const float fv = p.f.head<const float>(b, h)[ti * p.f.ss];
-  const float iv = p.i.head<const float>(b, h)[ti * p.i.ss];
-  const float mv = p.m.head<const float>(b, h)[ti * p.m.ss];
-  const float nv = p.n.head<const float>(b, h)[ti * p.n.ss];
-  const float ls = valid ? log_sigmoid(fv) : 0.f;
-  const float bb = warp_scan_sum(ls, lane);
-  const float g = __shfl_sync(0xffffffffu, bb, 31);
-  const float a = valid ? iv - bb : kNegInf;
-  const float mu = valid ? bb - mv : kNegInf;
-  const float rn = valid ? 1.f / (nv + p.eps) : 0.f;
-  gt.a[lane] = a;
-  gt.mu[lane] = mu;
-  gt.rn[lane] = rn;
-  gt.del[lane] = valid && p.del != nullptr ? p.del[(static_cast<int64_t>(b) * p.heads + h) * p.s + t] : 0.f;
-  float amax = a, mumax = mu;
+template <bool kForward, int L = kBwdL>
+__device__ __forceinline__ void bwd_prep(BwdGatesT<L>& gt, const BwdArgs& p, int b, int h, int t0, int lane,
+                                         float stab) {
+  float carry = 0.f, amax = kNegInf, mumax = kNegInf;
+#pragma unroll
+  for (int j = 0; j < L / 32; ++j) {
+    const int pos = lane + 32 * j;
+    const int t = t0 + pos;
+    const bool valid = t < p.s;
+    const int64_t ti = valid ? t : 0;
+    const float fv = p.f.head<const float>(b, h)[ti * p.f.ss];
+    const float iv = p.i.head<const float>(b, h)[ti * p.i.ss];
+    const float mv = p.m.head<const float>(b, h)[ti * p.m.ss];
+    const float nv = p.n.head<const float>(b, h)[ti * p.n.ss];
+    const float ls = valid ? log_sigmoid(fv) : 0.f;
+    const float bb = warp_scan_sum(ls, lane) + carry;
+    carry = __shfl_sync(0xffffffffu, bb, 31);
+    const float a = valid ? iv - bb : kNegInf;
+    const float mu = valid ? bb - mv : kNegInf;
+    gt.a[pos] = a;
+    gt.mu[pos] = mu;
+    gt.rn[pos] = valid ? 1.f / (nv + p.eps) : 0.f;
+    gt.del[pos] = valid && p.del != nullptr ? p.del[(static_cast<int64_t>(b) * p.heads + h) * p.s + t] : 0.f;
+    amax = fmaxf(amax, a);
+    mumax = fmaxf(mumax, mu);
+  }
+  const float g = carry;
   for (int o = 16; o > 0; o /= 2) {
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     mumax = fmaxf(mumax, __shfl_xor_sync(0xffffffffu, mumax, o));
@@ -83,8 +93,12 @@ __device__ __forceinline__ void bwd_prep(BwdGates& gt, const BwdArgs& p, int b, 
   if constexpr (kForward) {
     // State after the tile: stabiliser rr = max(r, max a), C' = exp(r - rr) C + sum exp(a - rr) k v^T.
     const float rr = fmaxf(stab, amax);
-    gt.w[lane] = stab == kNegInf ? 0.f : expf(mu + stab);
-    gt.e[lane] = rr == kNegInf ? 0.f : expf(a - rr);
+#pragma unroll
+    for (int j = 0; j < L / 32; ++j) {
+      const int pos = lane + 32 * j;  // own lane's writes above: no barrier needed
+      gt.w[pos] = stab == kNegInf ? 0.f : expf(gt.mu[pos] + stab);
+      gt.e[pos] = rr == kNegInf ? 0.f : expf(gt.a[pos] - rr);
+    }
     if (lane == 0) {
       gt.gs = stab == kNegInf ? 0.f : expf(stab - rr);
       gt.stab = rr == kNegInf ? kNegInf : g + rr;
@@ -92,8 +106,12 @@ __device__ __forceinline__ void bwd_prep(BwdGates& gt, const BwdArgs& p, int b, 
   } else {
     // Keys see the later tiles' state with weight exp(g + a + rho); then rho' = max(g + rho, max mu).
     const float rho = fmaxf(stab + g, mumax);
-    gt.w[lane] = stab == kNegInf ? 0.f : expf(g + a + stab);
-    gt.e[lane] = rho == kNegInf ? 0.f : expf(mu - rho);
+#pragma unroll
+    for (int j = 0; j < L / 32; ++j) {
+      const int pos = lane + 32 * j;
+      gt.w[pos] = stab == kNegInf ? 0.f : expf(g + gt.a[pos] + stab);
+      gt.e[pos] = rho == kNegInf ? 0.f : expf(gt.mu[pos] - rho);
+    }
     if (lane == 0) {
       gt.gs = stab == kNegInf ? 0.f : expf(stab + g - rho);
       gt.stab = rho;
