@@ -13,10 +13,11 @@
 //
 // Per tile (warp w: output rows 16 w .. 16 w + 15; a single stage of shared memory, two blocks
 // an SM at K1 = 256): scores on mma.sync m16n8k16 over the causal key tiles only, o = X St^T
-// (St in shared memory as hi + lo in the dtype, the B operand), P rounded to the dtype as the A
-// operand of P Z, then the state: each warp owns K1 / 4 of St's columns in f32 registers, the A
-// operand (wz Z)^T read transposed from Z's tile and split into hi + lo, Y the B operand. All
-// roundings but P's and the outputs' are split (the backward's tolerance allows P's).
+// (St in shared memory as hi + lo in the dtype, the B operand), P as hi + lo A operands of P Z,
+// then the state: each warp owns K1 / 4 of St's columns in f32 registers, the A
+// operand (wz Z)^T read transposed from Z's tile and split into hi + lo, Y the B operand. Every
+// rounding but the outputs' is split (P too, as hi + lo A fragments): di and df come from the
+// f32 dot products of the rows with dq and dk, and their tolerance is that of f32 arithmetic.
 #pragma once
 #include "kernels/cuda/mlstm_bwd_fma.cuh"
 #include "kernels/cuda/mlstm_mma.cuh"
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_bwd_mma_kernel(const BwdArg
     int rl[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) rl[r] = warp * 16 + g + 8 * r;
-    uint32_t pa[L / 16][4];
+    uint32_t pa[L / 16][4], pl[L / 16][4];
 #pragma unroll
     for (int n = 0; n < L / 8; ++n) {
       if (kRev ? n / 2 >= warp : n / 2 <= warp) {
@@ -182,6 +183,9 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_bwd_mma_kernel(const BwdArg
       }
       pa[n / 2][2 * (n & 1)] = pack2<T>(s[n][0], s[n][1]);
       pa[n / 2][2 * (n & 1) + 1] = pack2<T>(s[n][2], s[n][3]);
+      const float2 h0 = unpack2<T>(pa[n / 2][2 * (n & 1)]), h1 = unpack2<T>(pa[n / 2][2 * (n & 1) + 1]);
+      pl[n / 2][2 * (n & 1)] = pack2<T>(s[n][0] - h0.x, s[n][1] - h0.y);
+      pl[n / 2][2 * (n & 1) + 1] = pack2<T>(s[n][2] - h1.x, s[n][3] - h1.y);
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -205,6 +209,8 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_bwd_mma_kernel(const BwdArg
         ldmatrix_x4_trans(r, z_s + swizzled<ZC>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4)));
         mma_16816<T>(o[2 * jj], pa[kk], r[0], r[1]);
         mma_16816<T>(o[2 * jj + 1], pa[kk], r[2], r[3]);
+        mma_16816<T>(o[2 * jj], pl[kk], r[0], r[1]);
+        mma_16816<T>(o[2 * jj + 1], pl[kk], r[2], r[3]);
       }
     }
     // The outputs (scale o, rounded once) and the rows' shares of W . out.

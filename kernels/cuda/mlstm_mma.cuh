@@ -220,7 +220,10 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       mm_r[r] = gt.mm[rl[r]];
       den[r] = 0.f;
     }
-    uint32_t pa[L / 16][4];
+    // kModeDel also keeps P's remainder (pl): mlstm_bwd's di and df are held to f32 accuracy, and
+    // they take dh . h from this h.
+    constexpr bool kSplitP = kMode == kModeDel;
+    uint32_t pa[L / 16][4], pl[L / 16][4];
 #pragma unroll
     for (int n = 0; n < L / 8; ++n) {
       if (n / 2 <= warp) {
@@ -235,6 +238,11 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       }
       pa[n / 2][2 * (n & 1)] = pack2<T>(s[n][0], s[n][1]);
       pa[n / 2][2 * (n & 1) + 1] = pack2<T>(s[n][2], s[n][3]);
+      if constexpr (kSplitP) {
+        const float2 h0 = unpack2<T>(pa[n / 2][2 * (n & 1)]), h1 = unpack2<T>(pa[n / 2][2 * (n & 1) + 1]);
+        pl[n / 2][2 * (n & 1)] = pack2<T>(s[n][0] - h0.x, s[n][1] - h0.y);
+        pl[n / 2][2 * (n & 1) + 1] = pack2<T>(s[n][2] - h1.x, s[n][3] - h1.y);
+      }
     }
 
     // 2: o = Q C_prev (C_prev as k rows of the dtype, read with ldmatrix.trans).
@@ -299,6 +307,10 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
         ldmatrix_x4_trans(r, v_s + swizzled<DVT>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4)));
         mma_16816<T>(o[2 * jj], pa[kk], r[0], r[1]);
         mma_16816<T>(o[2 * jj + 1], pa[kk], r[2], r[3]);
+        if constexpr (kSplitP) {
+          mma_16816<T>(o[2 * jj], pl[kk], r[0], r[1]);
+          mma_16816<T>(o[2 * jj + 1], pl[kk], r[2], r[3]);
+        }
       }
     }
     if constexpr (kMode == kModeDel) {
