@@ -90,9 +90,11 @@ BlockDef llama_block_bwd() {
   def.torch = "torch.autograd.grad(LlamaDecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos)), (x, *parameters), dy)";
   def.dtypes = {DType::f32, DType::bf16};
   def.param_keys = {"heads", "kv", "ffn", "eps", "theta"};
-  // llama_block's: GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows.
+  // llama_block's: GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows;
+  // and Llama's head dim 128, where sdpa_bwd takes the GPUs' 16-bit tensor-core kernels.
   def.check_problems = {"1x7x64:ffn=172,heads=4,kv=2", "2x17x64:ffn=176,heads=4,kv=2", "1x33x128:ffn=344,heads=4,kv=1",
-                        "2x13x96:ffn=260,heads=3,kv=3,theta=500000", "2x9x64:ffn=176,heads=4,kv=2,x.layout=padded"};
+                        "2x13x96:ffn=260,heads=3,kv=3,theta=500000", "2x9x64:ffn=176,heads=4,kv=2,x.layout=padded",
+                        "1x21x256:ffn=344,heads=2,kv=1,theta=500000"};
   // A Llama-3-8B layer's training step at 1 x 2048 and 4 x 2048 tokens (bf16).
   def.bench_problems = {{"1x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}},
                         {"4x2048x4096:eps=1e-5,ffn=14336,heads=32,kv=8,theta=500000", {DType::bf16}}};
