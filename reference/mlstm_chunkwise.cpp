@@ -36,7 +36,8 @@ Status mlstm_chunkwise(const Problem& problem, const std::vector<Tensor>& inputs
     if (!*t) return t->status();
   const double scale = d.scale();
   const int64_t L = d.chunk;
-  std::vector<double> b(L), log_d(L), score(L), num(d.dv);
+  const int64_t len_max = std::min(L, d.s);  // chunk= may exceed S: one partial chunk
+  std::vector<double> b(len_max), log_d(len_max), score(len_max), num(d.dv);
   for (int64_t r = 0; r < d.batch * d.heads; ++r) {
     double* C = *c_last + r * d.dqk * d.dv;
     double* N = *n_last + r * d.dqk;

@@ -205,6 +205,11 @@ OpSpec mlstm_base_spec(const std::string& name, const std::string& torch) {
     if (name == "mlstm_bwd") return mlstm_backward_flops(*d);
     return mlstm_parallel_flops(*d);
   };
+  // Tokens: batch x sequence (a step: one token per sequence), for bench's tokens/s.
+  spec.tokens = [](const Problem& p) {
+    auto d = mlstm_desc(p);
+    return d ? static_cast<double>(d->batch * d->s) : 0.0;
+  };
   return spec;
 }
 

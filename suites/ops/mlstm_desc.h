@@ -3,7 +3,9 @@
 // through mlstm_desc, so defaults and checks live here.
 //
 // Shape "BxNHxSxDQK": batch, heads, sequence length, head dim of q and k. Params: dv=<v head
-// dim> (default DQK), chunk=<L> (the chunk length of the chunkwise form, default 64),
+// dim> (default DQK), chunk=<L> (the chunk length of the chunkwise form, default 64: its kernels
+// tile with it, since the tolerance counts a state rounded to the dtype for the tokens of earlier
+// chunks of this length; a kernel may report lengths it does not handle unsupported),
 // gates=normal|neg_i|f_low|f_high|mixed (how random cases and fixtures draw the gate
 // pre-activations i and f, to stress the stabiliser; kernels ignore it: docs/ops-family5.md).
 //
