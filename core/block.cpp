@@ -50,6 +50,15 @@ void BlockBuilder::weight(const std::string& name, const Shape& shape, BlockInit
   graph_.values[name] = {block_.dtype, shape};
 }
 
+void BlockBuilder::state(const std::string& name, const Shape& shape, const std::string& stores) {
+  if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
+  BlockTensor t{name, block_.dtype, shape, false, BlockInit::normal, 1};
+  t.state = true;
+  t.stores = stores;
+  graph_.inputs.push_back(t);
+  graph_.values[name] = {block_.dtype, shape};
+}
+
 void BlockBuilder::reshape(const std::string& name, const std::string& of, const Shape& shape) {
   const BlockValue* v = value(of, "view " + name);
   if (!v) return;
@@ -115,6 +124,9 @@ std::string BlockBuilder::layout_of(const std::string& block_input, const std::s
 Result<BlockGraph> BlockBuilder::finish() {
   if (!error_.is_ok()) return error_;
   if (graph_.outputs.empty()) return Status::bad_input(block_.op + ": a block without outputs");
+  for (const BlockTensor& t : graph_.inputs)
+    if (t.state && !graph_.values.count(t.stores))
+      return Status::bad_input(block_.op + ": state '" + t.name + "' stores '" + t.stores + "', which nothing defines");
   return graph_;
 }
 

@@ -27,6 +27,11 @@ struct BlockTensor {
   bool weight = false;
   BlockInit init = BlockInit::normal;
   int64_t fan_in = 1;  // matrix weights
+  // A state input (a KV cache, TensorSpec::state): a node updates it in place at every step,
+  // storing the value `stores` (a node's output) rounded to its dtype; its bound after the last
+  // step is that value's allowance plus the rounding (docs/blocks.md, "The decode step").
+  bool state = false;
+  std::string stores;
 };
 
 struct BlockView {
@@ -70,6 +75,9 @@ class BlockBuilder {
   void input(const std::string& name, const Shape& shape, DType dtype, BlockInit init);
   void input(const std::string& name, const Shape& shape) { input(name, shape, block_.dtype, BlockInit::normal); }
   void weight(const std::string& name, const Shape& shape, BlockInit init, int64_t fan_in = 1);
+  // A state input of the block dtype, drawn normal(0, 1) (the block's step hook may rewrite it);
+  // `stores` names the value a node stores into it (declared later; finish() checks it).
+  void state(const std::string& name, const Shape& shape, const std::string& stores);
   void reshape(const std::string& name, const std::string& of, const Shape& shape);
   void transpose(const std::string& name, const std::string& of);  // last two dims swapped
   // `problem` is "shape[:params]" of `op` at the block's dtype. An output named "" is kept in

@@ -285,6 +285,9 @@ class CaseSource {
     for (size_t i = 0; i < sig_.inputs.size(); ++i) {
       const TensorSpec& in = sig_.inputs[i];
       if (step > 0 && in.state) continue;
+      // An input the file does not give at a later step keeps its previous step's value (a
+      // block's weights, the same at every decode step).
+      if (step > 0 && file_->find(step_name(in.name, step)) == nullptr) continue;
       auto t = load_checked(step_name(in.name, step), in.dtype, in.shape);
       if (!t) return t.status();
       inputs[i] = *t;
@@ -568,6 +571,9 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
   // The reference's own copy of the state, advanced step by step (what the device received at
   // step 0 stays as it was).
   std::vector<Tensor> working(sig->inputs.size());
+  // Each state input's tolerance after the last step: exact unless the op gives a bound
+  // (OpSpec::state_bounds), the largest over the steps.
+  std::vector<Tolerance> state_tolerance(sig->inputs.size());
   Status verdict = Status::ok();
   for (int step = 0; step < steps; ++step) {
     Status got = source.next_step(step, inputs, expected, torch);
@@ -591,6 +597,17 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
         return finish(Status::error("op " + op.name + ": output_bounds gave " + std::to_string(b->size()) +
                                     " bounds for " + std::to_string(sig->outputs.size()) + " outputs"));
       bounds = std::move(*b);
+    }
+    if (has_state && op.state_bounds) {
+      auto b = op.state_bounds(problem, reference_inputs);
+      if (!b) return finish(b.status());
+      if (b->size() != sig->inputs.size())
+        return finish(Status::error("op " + op.name + ": state_bounds gave " + std::to_string(b->size()) +
+                                    " bounds for " + std::to_string(sig->inputs.size()) + " inputs"));
+      for (size_t i = 0; i < b->size(); ++i) {
+        state_tolerance[i].rtol = std::max(state_tolerance[i].rtol, (*b)[i].rtol);
+        state_tolerance[i].atol = std::max(state_tolerance[i].atol, (*b)[i].atol);
+      }
     }
     std::vector<double> magnitudes;
     if (dot_product) {
@@ -675,7 +692,9 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
     }
     // A block names the node where its outputs first diverge (the workspace holds every node's).
     if (!verdict.is_ok() && op.explain_mismatch && verdict.message.find("first divergent node") == std::string::npos) {
-      const std::string line = op.explain_mismatch(*pc.impl, call, inputs);
+      // The reference's inputs: a state there is the one this step ran on (already holding this
+      // step's store, which running the step again leaves as it is).
+      const std::string line = op.explain_mismatch(*pc.impl, call, reference_inputs);
       if (!line.empty()) verdict.message += "; " + line;
     }
   }
@@ -693,8 +712,9 @@ CaseResult run_case(const PlannedCase& pc, const FixtureManifest& manifest, cons
       OutputResult o;
       o.name = spec.name + " (state after step " + std::to_string(steps - 1) + ")";
       // The state holds the op's inputs rounded once into the state's dtype, a rounding with one
-      // right answer: it must match value for value (NaN where the expected holds NaN).
-      o.tolerance = Tolerance{0, 0};
+      // right answer: it must match value for value (NaN where the expected holds NaN), unless the
+      // op bounds it (a block's cache holds a node's output, within its allowance).
+      o.tolerance = state_tolerance[i];
       std::string why;
       if (!judge_output(*ours, *want, Tensor{}, o, why) && verdict.is_ok())
         verdict = Status::mismatch("state '" + spec.name + "': " + why);

@@ -137,6 +137,13 @@ struct OpSpec {
   // inputs and outputs as `<name>@<s>` and `golden.<name>@<s>` (docs/conformance.md).
   std::function<int(const Problem&)> steps;
   std::function<Status(const Problem&, int step, std::vector<Tensor>& inputs, Rng& rng)> step_inputs;
+  // Ops whose state may differ from the reference's by more than its dtype's one rounding (a
+  // block's KV cache holds a node's output, itself within that node's allowance of the float64
+  // graph, then rounded: docs/conformance.md, "Steps and state"): the tolerance of each input
+  // (signature order; ignored for inputs that are not state), from one step's host inputs as
+  // output_bounds gets them; only rtol and atol are read. check takes, per state input, the
+  // largest rtol and atol over the steps. Unset: every state compares exactly.
+  std::function<Result<std::vector<OutputBound>>(const Problem&, const std::vector<Tensor>& inputs)> state_bounds;
   // The oracle: reads inputs of any dtype and layout on the host, writes f64 outputs
   // (contiguous host tensors of dtype f64 shaped as the signature's outputs), and updates state
   // inputs in place (one step).

@@ -70,6 +70,7 @@ Status fill_block_inputs(const BlockDef& def, const Problem& problem, std::vecto
       store_element(data, t.dtype, e, v);
     }
   }
+  if (def.step_inputs) return def.step_inputs(problem, 0, inputs, rng);
   return Status::ok();
 }
 
@@ -86,6 +87,28 @@ Result<std::vector<OutputBound>> block_bounds(const BlockDef& def, const Problem
   for (const std::string& out : graph->outputs) {
     const double atol = allowance.at(out) * rms_of_f64(values->at(out));
     bounds.push_back({0, atol, 2, atol});
+  }
+  return bounds;
+}
+
+// The bound of each state input after a step (docs/blocks.md, "The decode step"): the value the
+// block stores into it is within its allowance x its rms of the float64 graph's, and each side
+// is then rounded to the state's dtype (one eps relative). Inputs that are not state: exact.
+Result<std::vector<OutputBound>> block_state_bounds(const BlockDef& def, const Problem& problem,
+                                                    const std::vector<Tensor>& inputs) {
+  auto graph = def.build(problem);
+  if (!graph) return graph.status();
+  auto values = run_block_f64(*graph, inputs);  // stores into the state as this step does: running it again leaves it so
+  if (!values) return values.status();
+  const auto allowance = value_allowances(*graph);
+  std::vector<OutputBound> bounds(graph->inputs.size());
+  for (size_t i = 0; i < graph->inputs.size(); ++i) {
+    const BlockTensor& t = graph->inputs[i];
+    if (!t.state) continue;
+    auto stored = to_host(values->at(t.stores));  // contiguous (a view's source may not be)
+    if (!stored) return stored.status();
+    bounds[i].rtol = dtype_epsilon(t.dtype);
+    bounds[i].atol = allowance.at(t.stores) * rms_of_f64(*stored);
   }
   return bounds;
 }
@@ -191,7 +214,10 @@ bool register_block(BlockDef def) {
     auto graph = def.build(p);
     if (!graph) return graph.status();
     Signature sig;
-    for (const BlockTensor& t : graph->inputs) sig.inputs.push_back(ops::tensor_spec(t.name, t.dtype, t.shape));
+    for (const BlockTensor& t : graph->inputs) {
+      sig.inputs.push_back(ops::tensor_spec(t.name, t.dtype, t.shape));
+      sig.inputs.back().state = t.state;
+    }
     for (const std::string& out : graph->outputs) {
       const BlockValue& v = graph->values.at(out);
       sig.outputs.push_back(ops::tensor_spec(out, v.dtype, v.shape));
@@ -220,6 +246,13 @@ bool register_block(BlockDef def) {
     return fill_block_inputs(def, p, inputs, rng);
   };
   spec.output_bounds = [def](const Problem& p, const std::vector<Tensor>& inputs) { return block_bounds(def, p, inputs); };
+  spec.steps = def.steps;
+  spec.step_inputs = def.step_inputs;
+  // check asks only for a block with state inputs.
+  spec.state_bounds = [def](const Problem& p, const std::vector<Tensor>& inputs) {
+    return block_state_bounds(def, p, inputs);
+  };
+  if (def.bytes) spec.bytes = def.bytes;
   spec.reference = [def](const Problem& p, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) -> Status {
     auto graph = def.build(p);
     if (!graph) return graph.status();

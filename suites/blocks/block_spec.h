@@ -22,6 +22,15 @@ struct BlockDef {
   std::vector<ProblemText> check_problems, bench_problems;
   // The graph of a problem "BxSxE[:params]" (batch, sequence, hidden).
   std::function<Result<BlockGraph>(const Problem&)> build;
+  // Blocks with state (a decode step through KV caches, BlockBuilder::state): the steps a
+  // check runs per case (unset: 1) and the inputs of each step: at step 0 called after the
+  // BlockInit draws (positions, the caches' unwritten positions), at later steps rewriting the
+  // inputs that are not state (a new token and its positions).
+  std::function<int(const Problem&)> steps;
+  std::function<Status(const Problem&, int step, std::vector<Tensor>& inputs, Rng& rng)> step_inputs;
+  // The bytes a problem must move, when not every input is read whole (a cache filled only up to
+  // each sequence's position); unset: every input read once and every output written once.
+  std::function<double(const Problem&)> bytes;
 };
 
 bool register_block(BlockDef def);
