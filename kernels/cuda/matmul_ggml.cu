@@ -37,18 +37,8 @@
 // 1.5 x 2^23 bias instead of the quarter-rate I2F). The warps' sums are added through shared
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
-//
-// DNNB_CUDA_GGML_VARIANT=bulk swaps in ggml_matvec_bulk (matmul_ggml_bulk.cuh: w staged by the
-// bulk-copy engine, one block an SM) where M <= 16 and w's rows are whole 16-byte chunks;
-// DNNB_CUDA_GGML_VARIANT=split swaps in ggml_matvec_split (matmul_ggml_split.cuh: this warp
-// program over equal contiguous ranges of (tile, group) units, one wave) there, with K / 32 a
-// multiple of 8. The quantiser then also zeroes the split matvec's tile counters and, for
-// q8_0, stores the even blocks of x in split_slot's order.
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
-#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
 #include "suites/ops/matmul_ggml_desc.h"
@@ -82,28 +72,14 @@ struct QuantArgs {
   int nb;
   int8_t* xq;  // rows x nb x 32, each block in fragment order
   float* xd;   // rows_pad / 8 x nb x 8
-  unsigned* counters;  // the split matvec's tile counters, zeroed here (null for the others)
-  int64_t n_counters;
-  bool split_q8;  // even blocks (of K) in split_slot's order, for the split matvec on q8_0
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
 __device__ __forceinline__ int fragment_slot(int l) { return ((l & 15) >> 2) * 8 + (l >> 4) * 4 + (l & 3); }
-// The split matvec's order for an even block of q8_0 (matmul_ggml_split.cuh): lane t's 8 bytes
-// at 8t are quants 2 + 4t .. 5 + 4t, then 18 + 4t .. 21 + 4t (t < 3) or 0, 1, 30, 31 (t = 3).
-__device__ __forceinline__ int split_slot(int l) {
-  if (l < 2) return 28 + l;
-  if (l < 18) return ((l - 2) >> 2) * 8 + ((l - 2) & 3);
-  if (l < 30) return ((l - 18) >> 2) * 8 + 4 + ((l - 18) & 3);
-  return l;
-}
 
 template <typename T>
 __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < a.n_counters;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    a.counters[c] = 0;
   const int lane = threadIdx.x & 31;
   const int64_t block = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
   if (block >= a.rows_pad * a.nb) return;  // whole warps leave together
@@ -129,7 +105,7 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + (a.split_q8 && b % 2 == 0 ? split_slot(lane) : fragment_slot(lane))] = static_cast<int8_t>(q);
+  a.xq[block * 32 + fragment_slot(lane)] = static_cast<int8_t>(q);
   if (lane == 0) *d_out = d_value;
 }
 
@@ -344,29 +320,11 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   return Status::ok();
 }
 
-#include "kernels/cuda/matmul_ggml_bulk.cuh"
-#include "kernels/cuda/matmul_ggml_split.cuh"
-
-// DNNB_CUDA_GGML_VARIANT picks the matvec, read once: "ring" (ggml_matvec, the default),
-// "bulk" (ggml_matvec_bulk where it applies: M <= 16, w's rows whole 16-byte chunks at 16-byte
-// aligned addresses; ggml_matvec elsewhere) or "split" (ggml_matvec_split where it applies: as
-// bulk, with K / 32 a multiple of 8). Anything else is refused by name.
-const std::string& matvec_variant() {
-  static const std::string v = [] {
-    const char* e = std::getenv("DNNB_CUDA_GGML_VARIANT");
-    return std::string(e && *e ? e : "ring");
-  }();
-  return v;
-}
-
 Status run_matmul_ggml(OpCall& call) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
   auto d = ops::matmul_ggml_desc(call.problem);
   if (!d) return d.status();
-  if (matvec_variant() != "ring" && matvec_variant() != "bulk" && matvec_variant() != "split")
-    return Status::bad_input("cuda matmul_ggml: DNNB_CUDA_GGML_VARIANT=" + matvec_variant() +
-                             " is not ring, bulk or split");
   if (call.inputs.size() != 2 || call.outputs.size() != 1)
     return Status::bad_input("cuda matmul_ggml: expected inputs w, x and output y");
   const Tensor& w = call.inputs[0];
@@ -389,45 +347,16 @@ Status run_matmul_ggml(OpCall& call) {
   if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
     return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
-
-  // The bulk and split matvecs run where M fits one token tile and w's rows are whole, 16-byte
-  // aligned 16-byte chunks (split: with K / 32 a multiple of 8). Their quantiser then asks for
-  // the SM's largest shared-memory carveout too, the one the matvec needs, so the matvec's
-  // blocks (launched while the quantiser runs) need no change of an SM's carveout to start
-  // beside it.
-  const bool rows16 = d->m <= 2 * kTokens && w_row_bytes % 16 == 0 &&
-                      reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)) % 16 == 0;
-  const bool bulk = matvec_variant() == "bulk" && rows16;
-  const bool q8 = d->w == DType::q8_0;
-  const int64_t tiles = ceil_div(d->n, kRows), units = tiles * (d->blocks() / kGroup);
-  const bool split = matvec_variant() == "split" && rows16 && d->blocks() % kGroup == 0 && units < (int64_t{1} << 40);
-  SplitKernel split_k{};
-  int split_w = 0;
-  if (split) {
-    split_k = split_kernel(q8, nt, d->m == 1);
-    auto warps = split_warps(**device, split_k, units);
-    if (!warps) return warps.status();
-    split_w = *warps;
-  }
-  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d,
-  // then the split matvec's slots (16-byte aligned: d's bytes are a multiple of 32) and counters.
-  const int64_t xq_bytes = d->m * d->blocks() * 32, xd_bytes = rows_pad * d->blocks() * 4;
-  const int64_t part_bytes = split ? int64_t{split_w} * 2 * nt * 32 * 16 : 0, count_bytes = split ? tiles * 4 : 0;
-  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(xq_bytes + xd_bytes + part_bytes + count_bytes));
+  // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
+  auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
   if (!scratch) return scratch.status();
   auto* xq = scratch->as<int8_t>();
-  auto* xd = reinterpret_cast<float*>(xq + xq_bytes);
-  auto* part = reinterpret_cast<float4*>(xq + xq_bytes + xd_bytes);
-  auto* counters = reinterpret_cast<unsigned*>(xq + xq_bytes + xd_bytes + part_bytes);
+  auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd,
-               split ? counters : nullptr, split ? tiles : 0, split && q8};
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
-    if (bulk || split)
-      DNNB_CUDA_TRY(cudaFuncSetAttribute(ggml_quantize_x<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared));
     ggml_quantize_x<T><<<q_grid, 256, 0, (*device)->stream()>>>(qa);
     DNNB_CUDA_CHECK_LAUNCH();
     return Status::ok();
@@ -444,17 +373,7 @@ Status run_matmul_ggml(OpCall& call) {
   p.xd = xd;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  if (split) {
-    Status launched = launch_matvec_split(**device, split_k, SplitArgs{p, units, split_w, part, counters});
-    if (!launched.is_ok()) return launched;
-    return scratch->release();
-  }
-  if (bulk) {
-    Status launched = nt == 1 ? (q8 ? launch_matvec_bulk<true, 1>(**device, p) : launch_matvec_bulk<false, 1>(**device, p))
-                              : (q8 ? launch_matvec_bulk<true, 2>(**device, p) : launch_matvec_bulk<false, 2>(**device, p));
-    if (!launched.is_ok()) return launched;
-    return scratch->release();
-  }
+  const bool q8 = d->w == DType::q8_0;
   Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
                             : (q8 ? launch_matvec<true, 2, kRing>(**device, p) : launch_matvec<false, 2, kRing>(**device, p));
   if (!launched.is_ok()) return launched;
