@@ -57,36 +57,82 @@ inline float mlstm_logsigmoid(float x) { return fmin(x, 0.0f) - log1p(exp(-fabs(
 // (|lo| <= ulp(hi) / 2).
 inline float mlstm_exp_neg(float2 m) { return exp(-m.x) * (1.0f - m.y); }
 
-// The gate pre-pass: one work-item per (batch, head) walks the sequence once and writes, per
-// position p = (b NH + h) S + t, into `gates` (ga, gc: B NH S float4 each; then arg: B NH S int):
+// The gate pre-pass: one work-group of MLSTM_GATES_WG items per (batch, head) walks the sequence
+// in blocks of MLSTM_GATES_WG positions (one per item) and writes, per position
+// p = (b NH + h) S + t, into `gates` (ga, gc: B NH S float4 each; then arg: B NH S int):
 //   ga[p] = (a.hi, a.lo, M.hi, M.lo)   M the prefix max of a, or max(0, prefix max) with
 //                                      `clamp_zero` (the chunkwise form: its initial max state
-//                                      0 acts as a key with a = 0 and no value, see mlstm_chunkwise.cl)
+//                                      0 acts as a key with a = 0 and no value, see
+//                                      mlstm_chunkwise.cl)
 //   gc[p] = (c.hi, c.lo, m.hi, m.lo)   m = c + M, the row max of logD
 //   arg[p] = the first s <= t where a[s] = M[t] (the argmax of logD[t, :], where the backward
 //            routes m's gradient; -1 where the chunkwise form's floor 0 is the max)
+// Per block: an inclusive scan of logsigmoid(f) (double-float sums, Hillis-Steele in local
+// memory) on top of the previous blocks' c, then a scan of (a, position) under "the later one
+// if strictly greater" (so the first of equal maxima stays) on top of their max. A sequential
+// walk would leave a GPU one work-item per head, latency-bound for S in the thousands.
 // i and f are f32 [B, NH, S] views. A NaN gate makes c (and everything after it) NaN.
-kernel void mlstm_gates(const global float* ig, dnnb_sdpa_view iv, const global float* fg, dnnb_sdpa_view fv,
-                        global float4* gates, dnnb_mlstm_dims dm, int clamp_zero) {
+#ifndef MLSTM_GATES_WG
+#error "build with -DMLSTM_GATES_WG (kernels/opencl/mlstm_launch.h)"
+#endif
+kernel __attribute__((reqd_work_group_size(MLSTM_GATES_WG, 1, 1))) void mlstm_gates(
+    const global float* ig, dnnb_sdpa_view iv, const global float* fg, dnnb_sdpa_view fv, global float4* gates,
+    dnnb_mlstm_dims dm, int clamp_zero) {
+  local float2 sum_scan[MLSTM_GATES_WG];
+  local float2 max_scan[MLSTM_GATES_WG];
+  local int arg_scan[MLSTM_GATES_WG];
   global float4* ga = gates;
   global float4* gc = gates + dm.batch * dm.heads * dm.s;
   global int* arg = (global int*)(gc + dm.batch * dm.heads * dm.s);
-  const long bh = get_global_id(0);
-  if (bh >= dm.batch * dm.heads) return;
+  const int lid = get_local_id(0);
+  const long bh = get_group_id(0);
   const long b = bh / dm.heads;
   const long h = bh - b * dm.heads;
   const long i_base = iv.offset + b * iv.sb + h * iv.sh;
   const long f_base = fv.offset + b * fv.sb + h * fv.sh;
-  float2 c = (float2)(0.0f, 0.0f);
-  float2 M = clamp_zero ? (float2)(0.0f, 0.0f) : (float2)(-INFINITY, 0.0f);
-  int at = -1;
-  for (long t = 0; t < dm.s; ++t) {
-    c = mlstm_df_add(c, mlstm_logsigmoid(fg[f_base + t * fv.ss]));
-    const float2 a = mlstm_df_add((float2)(-c.x, -c.y), ig[i_base + t * iv.ss]);
-    if ((t == 0 && !clamp_zero) || mlstm_df_greater(a, M)) {
-      M = a;
-      at = (int)t;
+  float2 c_carry = (float2)(0.0f, 0.0f);  // c at the end of the previous blocks
+  float2 m_carry = clamp_zero ? (float2)(0.0f, 0.0f) : (float2)(-INFINITY, 0.0f);  // their max of a
+  int at_carry = -1;
+  for (long t0 = 0; t0 < dm.s; t0 += MLSTM_GATES_WG) {
+    const long t = t0 + lid;
+    const bool in = t < dm.s;
+    float2 c = (float2)(in ? mlstm_logsigmoid(fg[f_base + t * fv.ss]) : 0.0f, 0.0f);
+    const float i_pre = in ? ig[i_base + t * iv.ss] : 0.0f;
+    sum_scan[lid] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int off = 1; off < MLSTM_GATES_WG; off <<= 1) {
+      const float2 y = lid >= off ? sum_scan[lid - off] : (float2)(0.0f, 0.0f);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid >= off) c = mlstm_df_add2(y, c);
+      sum_scan[lid] = c;
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
+    c = mlstm_df_add2(c_carry, c);
+    c_carry = mlstm_df_add2(c_carry, sum_scan[MLSTM_GATES_WG - 1]);
+    float2 M = in ? mlstm_df_add((float2)(-c.x, -c.y), i_pre) : (float2)(-INFINITY, 0.0f);
+    const float2 a = M;
+    int at = in ? (int)t : -1;
+    max_scan[lid] = M;
+    arg_scan[lid] = at;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int off = 1; off < MLSTM_GATES_WG; off <<= 1) {
+      float2 y = M;
+      int y_at = at;
+      if (lid >= off) y = max_scan[lid - off], y_at = arg_scan[lid - off];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid >= off && !mlstm_df_greater(M, y)) M = y, at = y_at;
+      max_scan[lid] = M;
+      arg_scan[lid] = at;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (at_carry >= 0 || clamp_zero) {
+      if (!mlstm_df_greater(M, m_carry)) M = m_carry, at = at_carry;
+    }
+    const float2 block_max = max_scan[MLSTM_GATES_WG - 1];
+    const int block_at = arg_scan[MLSTM_GATES_WG - 1];
+    if ((at_carry < 0 && !clamp_zero) || mlstm_df_greater(block_max, m_carry)) m_carry = block_max, at_carry = block_at;
+    barrier(CLK_LOCAL_MEM_FENCE);  // the scans' last entries read before the next block's writes
+    if (!in) continue;
     const float2 m = mlstm_df_add2(c, M);
     ga[bh * dm.s + t] = (float4)(a.x, a.y, M.x, M.y);
     gc[bh * dm.s + t] = (float4)(c.x, c.y, m.x, m.y);

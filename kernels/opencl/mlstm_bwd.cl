@@ -126,7 +126,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
   local float4 dh_tile[SDPA_BM * SDPA_VW4];
   local float pk_tile[SDPA_BN * SDPA_BM];  // scale dC~ D: dk's weights
   local float pv_tile[SDPA_BN * SDPA_BM];  // C~ / den: dv's weights
-  local float4 row_tile[SDPA_BM];          // the query rows' (den, drs, dm, dm_n)
+  local float4 row_tile[SDPA_BM];          // the query rows' (1 / den, drs, dm, dm_n)
   local float2 m_tile[SDPA_BM];            // their M
   local int arg_tile[SDPA_BM];             // their argmax
   local float di_part[SDPA_BN * SDPA_T];
@@ -166,7 +166,9 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
     sdpa_stage(dh, dh_base, dhv, j0, dm.s, dm.dv, SDPA_BM, SDPA_VW4, dh_tile, lid, MLSTM_COLS_WG);
     for (int jl = lid; jl < SDPA_BM; jl += MLSTM_COLS_WG) {
       const bool in = j0 + jl < dm.s;
-      row_tile[jl] = in ? rows[g_row + j0 + jl] : (float4)(1.0f, 0.0f, 0.0f, 0.0f);
+      float4 ri = in ? rows[g_row + j0 + jl] : (float4)(1.0f, 0.0f, 0.0f, 0.0f);
+      ri.x = 1.0f / ri.x;  // one division per row instead of two per (key, row) pair
+      row_tile[jl] = ri;
       m_tile[jl] = in ? ga[g_row + j0 + jl].zw : (float2)(0.0f, 0.0f);
       arg_tile[jl] = in ? arg[g_row + j0 + jl] : -1;
     }
@@ -176,12 +178,12 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
       const long row = j0 + jl;
       float wk = 0.0f, wv = 0.0f;
       if (s < dm.s && row < dm.s && row >= s) {
-        const float4 ri = row_tile[jl];  // den, drs, dm, dm_n
+        const float4 ri = row_tile[jl];  // 1 / den, drs, dm, dm_n
         const float d = exp(mlstm_df_diff(a, m_tile[jl]));
         const float ct = scale * sdpa_dot(q_tile + jl * SDPA_KW4, k_row, SDPA_D4V) * d;
-        const float dct = sdpa_dot(dh_tile + jl * SDPA_VW4, v_row, SDPA_DV4V) / ri.x + ri.y;
+        const float dct = fma(sdpa_dot(dh_tile + jl * SDPA_VW4, v_row, SDPA_DV4V), ri.x, ri.y);
         wk = scale * dct * d;
-        wv = ct / ri.x;
+        wv = ct * ri.x;
         dis = fma(dct, ct, dis);
         if (arg_tile[jl] == s) dis += ri.z;
       }

@@ -24,6 +24,9 @@ struct ClMlstmDims {
 };
 static_assert(sizeof(ClMlstmDims) == 6 * sizeof(cl_long), "ClMlstmDims must match dnnb_mlstm_dims in mlstm_body.cl");
 
+// Items of mlstm_gates' work-group per (batch, head) (MLSTM_GATES_WG, set by mlstm_options).
+inline constexpr size_t kMlstmGatesItems = 128;
+
 inline ClMlstmDims mlstm_dims(const ops::MlstmDesc& d) {
   return ClMlstmDims{d.batch, d.heads, d.s, d.dqk, d.dv, d.chunk};
 }
@@ -105,14 +108,15 @@ inline size_t mlstm_local_cap(const OpenCLDevice& device, bool cpu) {
   return std::min(device.local_mem_size(), cpu ? size_t{256} << 10 : size_t{48} << 10);
 }
 
-// build_options plus the lanes, the head dims rounded up to 4 and `extra` (sdpa_body.cl's
-// SDPA_T, SDPA_D4, SDPA_DV4).
+// build_options plus the lanes, the head dims rounded up to 4 (sdpa_body.cl's SDPA_T, SDPA_D4,
+// SDPA_DV4), the gate pre-pass's work-group (MLSTM_GATES_WG) and `extra`.
 inline std::string mlstm_options(const OpenCLDevice& device, DType dtype, const ops::MlstmDesc& d, int64_t lanes,
                                  const std::string& extra) {
   const auto round4 = [](int64_t e) { return std::to_string((e + 3) / 4 * 4); };
   return build_options(device, dtype,
                        "-DSDPA_T=" + std::to_string(lanes) + " -DSDPA_D4=" + round4(d.dqk) +
-                           " -DSDPA_DV4=" + round4(d.dv) + " " + extra);
+                           " -DSDPA_DV4=" + round4(d.dv) + " -DMLSTM_GATES_WG=" + std::to_string(kMlstmGatesItems) +
+                           " " + extra);
 }
 
 // prelude, sdpa_body.cl, mlstm_body.cl, then the op's own part.
@@ -133,7 +137,13 @@ inline Status launch_mlstm_gates(OpenCLDevice& device, cl_kernel kernel, const T
   args.add(cl_buffer(ig)).add(mlstm_view(ig)).add(cl_buffer(fg)).add(mlstm_view(fg)).add(gates);
   args.add(mlstm_dims(d)).add(cl_int{clamp_zero ? 1 : 0});
   DNNB_TRY(args.status());
-  return launch_flat(device, kernel, d.batch * d.heads, what, 1);
+  auto fits = row_kernel_fits(device, kernel, kMlstmGatesItems);
+  if (!fits) return fits.status();
+  if (!*fits)
+    return Status::unsupported("opencl " + what + ": the kernel cannot run work-groups of " +
+                               std::to_string(kMlstmGatesItems) + " items on this device");
+  const size_t global = static_cast<size_t>(d.batch * d.heads) * kMlstmGatesItems;
+  return enqueue(device, kernel, 1, &global, &kMlstmGatesItems, what);
 }
 
 }  // namespace dnnb::opencl
