@@ -70,7 +70,9 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
   g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
 
-  g.node("input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps, {"x", "input_layernorm.weight"}, {"n1.b1e"});
+  // x is read by input_layernorm and residual_1 (its layout, when the problem gives one, is theirs).
+  g.node("input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + llama::with(g.layout_of("x", "x"), ","),
+         {"x", "input_layernorm.weight"}, {"n1.b1e"});
   g.reshape("n1", "n1.b1e", {b, e});
   // rope reads positions [B, S]: the one token's, as a view of pos.
   g.reshape("pos.bs", "pos", {b, 1});
@@ -92,7 +94,8 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   g.node("self_attn.o_proj", "gemv", shape_text({e, h * d}) + batch, {"self_attn.o_proj.weight", "self_attn.o.rows"},
          {"self_attn.out"});
   g.reshape("self_attn.out.b1e", "self_attn.out", {b, 1, e});
-  g.node("residual_1", "add", shape_text({b, 1, e}), {"self_attn.out.b1e", "x"}, {"h.b1e"});
+  g.node("residual_1", "add", shape_text({b, 1, e}) + llama::with(g.layout_of("x", "b"), ":"), {"self_attn.out.b1e", "x"},
+         {"h.b1e"});
   g.reshape("h", "h.b1e", {b, e});
   g.node("post_attention_layernorm", "rmsnorm", shape_text({b, e}) + dm.eps, {"h", "post_attention_layernorm.weight"},
          {"n2"});
@@ -152,10 +155,11 @@ BlockDef llama_decode() {
   def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"heads", "kv", "ffn", "eps", "theta", "ctx", "steps", "lens"};
   // GQA, MQA and MHA; ragged and full lengths (one sequence with an empty cache); head dims 16
-  // to 64; an FFN width that is no tile's multiple.
+  // to 64; an FFN width that is no tile's multiple; x with padded rows.
   def.check_problems = {"1x1x64:ctx=24,ffn=172,heads=4,kv=2", "3x1x64:ctx=40,ffn=176,heads=4,kv=2",
                         "2x1x128:ctx=33,ffn=344,heads=2,kv=1,theta=500000",
-                        "2x1x96:ctx=20,ffn=260,heads=3,kv=3,lens=full,steps=4"};
+                        "2x1x96:ctx=20,ffn=260,heads=3,kv=3,lens=full,steps=4",
+                        "2x1x64:ctx=12,ffn=176,heads=4,kv=2,x.layout=padded"};
   // A Llama-3-8B layer at one decode step with a 4k cache (positions 0..4094 filled, the token
   // written at 4095), for 1 and 4 sequences (bf16).
   def.bench_problems = {
