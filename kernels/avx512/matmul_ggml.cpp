@@ -18,14 +18,22 @@
 //    product of two f16 values, exact in f32) added by an FMA into 16 f32 lanes, one lane per
 //    block of the 16; the row's 16 lanes are summed at the end. K is padded to 16 blocks with
 //    zero quants and zero scales, which add exact zeros.
-// At M = 1 (decode) the unpacked copy of w would be read once: there each thread takes its rows
-// one at a time straight from w's bytes (the same unsigned codes and lane-ordered scales in
-// registers, so the same sums in the same order: bit-exact with the unpacking path), a single
-// read stream with a software prefetch ahead of it. Unpacking rows first leaves DRAM idle while
-// the unpacked rows are multiplied, which on a many-core Xeon (a core's share of the bandwidth
-// needing its stream busy all the time) held the kernel near 40% of copy.
+// At M <= 8 (decode) the unpacked copy of w would be read once: there each thread reads w's
+// blocks straight into registers (the same unsigned codes and lane-ordered scales, so the same
+// sums in the same order: bit-exact with the unpacking path) and applies each chunk of w to
+// every row of x (from M = 2, through transpose_blocks: no per-row reduction). A task is a
+// group of rows of w, walked in K segments (every row of the group over one segment, then the
+// next), so x's segment stays in L1 while the group's pieces of w stream past it; a software
+// prefetch runs a fixed distance ahead in that read order, across pieces and on into the
+// thread's next task, because the hardware prefetchers lose a stream that jumps between rows
+// (and, past K ~ 11264 with one row at a time, one whose L1 also holds all of x).
+// DNNB_AVX512_GGML_{AHEAD,GROUP,XBYTES,TRANSPOSE_M,DIRECT_M} tune it while it is measured on
+// the many-core host (docs/ops-family4.md).
 #include <array>
 #include <cmath>
+#include <atomic>
+#include <cstdlib>
+#include <functional>
 
 #include "devices/cpu/cpu_features.h"
 #include "kernels/avx512/avx512_common.h"
@@ -195,6 +203,43 @@ DNNB_AVX512_INLINE __m512i reduce_blocks(const __m512i (&v)[8]) {
                           _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// reduce_blocks without its adds: eight vectors whose lane-wise sum is reduce_blocks(v), each
+// lane L holding one 4-byte group of block kLaneBlock[L] (24 shuffles). Applied alike to a chunk
+// of w and of x, VPDPBUSD still pairs the same bytes, and a chain of eight VPDPBUSD over the
+// outputs gives the 16 block dots with no reduction after it: for M rows of x against one chunk
+// of w the shuffles are paid once for w (x is transposed once, when quantised) instead of
+// 21 instructions per row.
+DNNB_AVX512_INLINE void transpose_blocks(__m512i (&v)[8]) {
+  __m512i a[4], b[4];  // level 1: unpacklo / unpackhi of 32-bit lanes over pairs
+  for (int p = 0; p < 4; ++p) {
+    a[p] = _mm512_unpacklo_epi32(v[2 * p], v[2 * p + 1]);
+    b[p] = _mm512_unpackhi_epi32(v[2 * p], v[2 * p + 1]);
+  }
+  const __m512i* lv[2] = {a, b};
+  for (int h = 0; h < 2; ++h) {
+    const __m512i* x = lv[h];
+    const __m512i lo0 = _mm512_unpacklo_epi64(x[0], x[1]), hi0 = _mm512_unpackhi_epi64(x[0], x[1]);
+    const __m512i lo1 = _mm512_unpacklo_epi64(x[2], x[3]), hi1 = _mm512_unpackhi_epi64(x[2], x[3]);
+    v[4 * h + 0] = _mm512_shuffle_i32x4(lo0, lo1, _MM_SHUFFLE(2, 0, 2, 0));
+    v[4 * h + 1] = _mm512_shuffle_i32x4(lo0, lo1, _MM_SHUFFLE(3, 1, 3, 1));
+    v[4 * h + 2] = _mm512_shuffle_i32x4(hi0, hi1, _MM_SHUFFLE(2, 0, 2, 0));
+    v[4 * h + 3] = _mm512_shuffle_i32x4(hi0, hi1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// x's quants of rows [0, M) in transpose_blocks order, chunk by chunk, in place.
+DNNB_AVX512 void transpose_x(QuantX& xq, int64_t M) {
+  for (int64_t i = 0; i < M; ++i) {
+    int8_t* row = xq.q.data() + i * row_stride(xq.nbp);
+    for (int64_t c = 0; c < xq.nbp; c += kChunk) {
+      __m512i v[8];
+      for (int p = 0; p < 8; ++p) v[p] = _mm512_loadu_si512(row + (c + 2 * p) * 32);
+      transpose_blocks(v);
+      for (int p = 0; p < 8; ++p) _mm512_storeu_si512(row + (c + 2 * p) * 32, v[p]);
+    }
+  }
+}
+
 // y[i, j0 + r] for r < rows: x row i against the unpacked rows (zeros past `rows`).
 DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, int rows, float* y) {
   const int64_t nbp = xq.nbp;
@@ -221,31 +266,92 @@ DNNB_AVX512_VNNI void dot_rows(const QuantX& xq, int64_t i, const UnpackedW& w, 
   for (int r = 0; r < rows; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-// *y = x's row 0 times one row of w, read from w's bytes (M = 1; see the top). Prefetches
-// `ahead` bytes ahead of the read (0: none), into L2 as NextRow does. The last partial chunk of
-// 16 blocks goes through unpack_w_row, which pads it with zeros.
-template <bool kQ8>
-DNNB_AVX512_VNNI void dot_row_direct(const QuantX& xq, const uint8_t* row, int64_t nb, int64_t ahead, float* y) {
+// One task's read order of w in run_direct: segment by segment, within a segment row by row,
+// piece q = (segment q / rows, row q % rows), each piece blocks [s x seg, (s + 1) x seg) of a row.
+struct ReadOrder {
+  const uint8_t* first;  // the task's first row
+  int64_t rb, rows, nb, seg, nseg, bytes;  // row bytes, rows, blocks a row, blocks a segment, segments, block bytes
+  int64_t pieces() const { return rows * nseg; }
+  const uint8_t* start(int64_t q) const { return first + q % rows * rb + q / rows * seg * bytes; }
+  int64_t blocks(int64_t q) const { return std::min(nb, (q / rows + 1) * seg) - q / rows * seg; }
+};
+
+// Software prefetch (into L2, as NextRow's) a fixed distance ahead of the read, in read order:
+// across the pieces' ends, so that interleaved rows are fetched as one stream would be, and on
+// into the thread's next task (a static schedule gives each thread consecutive tasks), so the
+// stream does not restart, with a burst of `ahead` bytes, at every task.
+struct Prefetcher {
+  const std::function<ReadOrder(int64_t)>* order_of = nullptr;
+  int64_t tasks = 0, task = -1;  // task of the next byte to prefetch
+  ReadOrder order{};
+  int64_t q = 0;                 // piece of the next byte to prefetch
+  const uint8_t* p = nullptr;    // that byte, nullptr past the last task
+  int64_t left = 0;              // bytes left in piece q from p
+  int64_t call = -1, next_task = -1;  // the run_direct call and the task this thread reads next
+  void start(const std::function<ReadOrder(int64_t)>& f, int64_t n, int64_t t, int64_t ahead) {
+    order_of = &f;
+    tasks = n;
+    p = nullptr;
+    if (ahead <= 0) return;
+    enter(t);
+    run(ahead);  // the first `ahead` bytes at once, then as much as is read
+  }
+  void enter(int64_t t) {
+    task = t;
+    order = (*order_of)(t);
+    q = 0;
+    p = order.start(0);
+    left = order.blocks(0) * order.bytes;
+  }
+  void run(int64_t n) {
+    while (n > 0 && p != nullptr) {
+      const int64_t m = std::min(n, left);
+      for (int64_t off = 0; off < m; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+      p += m;
+      left -= m;
+      n -= m;
+      if (left == 0) {
+        if (++q < order.pieces()) {
+          p = order.start(q);
+          left = order.blocks(q) * order.bytes;
+        } else if (task + 1 < tasks) {
+          enter(task + 1);
+        } else {
+          p = nullptr;
+        }
+      }
+    }
+  }
+};
+
+
+// acc[i] += rows i0 .. i0 + MR of x times blocks [c0, c1) of one row of w, read from w's bytes
+// (M <= kDirectRows; see the top). Each x row's 16 lanes take the chunks in order, as dot_rows'
+// do, so any split of K into pieces gives the same sums. The last partial chunk of 16 blocks
+// goes through unpack_w_row, which pads it with zeros.
+template <bool kQ8, int MR, bool kT>
+DNNB_AVX512_VNNI void dot_piece_direct(const QuantX& xq, const ReadOrder& order, int64_t q, Prefetcher& pf,
+                                       float* acc_io) {
   constexpr int64_t kBytes = kQ8 ? 34 : 18;
   const __m512i lanes = _mm512_setr_epi32(kLaneBlock[0], kLaneBlock[1], kLaneBlock[2], kLaneBlock[3], kLaneBlock[4],
                                           kLaneBlock[5], kLaneBlock[6], kLaneBlock[7], kLaneBlock[8], kLaneBlock[9],
                                           kLaneBlock[10], kLaneBlock[11], kLaneBlock[12], kLaneBlock[13],
                                           kLaneBlock[14], kLaneBlock[15]);
+  const int64_t stride = row_stride(xq.nbp), nb = order.nb;
   const int8_t* xrow = xq.q.data();
-  __m512 acc = _mm512_setzero_ps();
+  const float* xd = xq.d.data();
+  const int32_t* xc = xq.corr.data();
+  __m512 acc[MR];
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_loadu_ps(acc_io + 16 * i);
   const int64_t full = nb / kChunk * kChunk;
-  for (int64_t c = 0; c < nb; c += kChunk) {
-    __m512i xv[8];
-    for (int p = 0; p < 8; ++p) xv[p] = _mm512_loadu_si512(xrow + (c + 2 * p) * 32);
-    const __m512i corr = _mm512_loadu_si512(xq.corr.data() + c);
-    const __m512 dx = _mm512_loadu_ps(xq.d.data() + c);
+  const int64_t c0 = q / order.rows * order.seg, c1 = c0 + order.blocks(q);
+  const uint8_t* row = order.first + q % order.rows * order.rb;
+  for (int64_t c = c0; c < c1; c += kChunk) {
     const uint8_t* blocks = row + c * kBytes;
+    pf.run(std::min(kChunk, c1 - c) * kBytes);
     __m512i u[8];
     __m512 dw;
     if (c < full) {
-      if (ahead > 0)
-        for (int64_t off = 0; off < kChunk * kBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blocks + ahead + off), _MM_HINT_T1);
       load_w_chunk<kQ8>(blocks, u, dw, lanes);
     } else {
       alignas(64) uint8_t tail[kChunk * 32];
@@ -254,12 +360,89 @@ DNNB_AVX512_VNNI void dot_row_direct(const QuantX& xq, const uint8_t* row, int64
       for (int p = 0; p < 8; ++p) u[p] = _mm512_load_si512(tail + p * 64);
       dw = _mm512_load_ps(tail_d);
     }
-    __m512i dot[8];
-    for (int p = 0; p < 8; ++p) dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], xv[p]);
-    const __m512i sumi = _mm512_sub_epi32(reduce_blocks(dot), corr);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, dx), acc);
+    if constexpr (kT) transpose_blocks(u);
+    for (int i = 0; i < MR; ++i) {
+      const int8_t* xi = xrow + i * stride + c * 32;
+      __m512i blocks_dot;
+      if constexpr (kT) {
+        blocks_dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], _mm512_loadu_si512(xi));
+        for (int p = 1; p < 8; ++p) blocks_dot = _mm512_dpbusd_epi32(blocks_dot, u[p], _mm512_loadu_si512(xi + p * 64));
+      } else {
+        __m512i dot[8];
+        for (int p = 0; p < 8; ++p) dot[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], _mm512_loadu_si512(xi + p * 64));
+        blocks_dot = reduce_blocks(dot);
+      }
+      const __m512i sumi = _mm512_sub_epi32(blocks_dot, _mm512_loadu_si512(xc + i * xq.nbp + c));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_loadu_ps(xd + i * xq.nbp + c)), acc[i]);
+    }
   }
-  *y = _mm512_reduce_add_ps(acc);
+  for (int i = 0; i < MR; ++i) _mm512_storeu_ps(acc_io + 16 * i, acc[i]);
+}
+
+// The 16 lanes' sum, as _mm512_reduce_add_ps of the accumulator.
+DNNB_AVX512 float sum_lanes(const float* v) { return _mm512_reduce_add_ps(_mm512_loadu_ps(v)); }
+
+// The direct path's tuning, from the environment while it is measured (see run_direct).
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  return env != nullptr && *env != '\0' ? std::strtoll(env, nullptr, 10) : fallback;
+}
+
+constexpr int kDirectRows = 8;  // M up to this reads w straight from its bytes
+
+// M <= kDirectRows: each task takes `group` rows of w and walks K in segments (whole chunks):
+// every row of the group over segment 0, then every row over segment 1, ... so the segment of
+// x's quants, scales and corrections (MR x 40 bytes a block) is read group times while only
+// the group's pieces of w stream past it, instead of a whole row of w between two reads of it.
+template <bool kQ8, int MR, bool kT>
+void run_direct(const QuantX& xq, const uint8_t* wp, int64_t rb, int64_t N, int64_t nb, float* yp, int64_t ys,
+                int64_t ahead, int64_t group, int64_t seg_chunks) {
+  const int64_t chunks = (nb + kChunk - 1) / kChunk;
+  const int64_t nseg = seg_chunks > 0 ? (chunks + seg_chunks - 1) / seg_chunks : 1;
+  const int64_t seg = (chunks + nseg - 1) / nseg * kChunk;  // blocks per segment
+  const int64_t tasks = (N + group - 1) / group;
+  const std::function<ReadOrder(int64_t)> order_of = [&](int64_t task) {
+    const int64_t j0 = task * group;
+    return ReadOrder{wp + j0 * rb, rb, std::min(N, j0 + group) - j0, nb, seg, nseg, kQ8 ? 34 : 18};
+  };
+  static std::atomic<int64_t> calls{0};
+  const int64_t call = calls++;
+  parallel_tasks(tasks, N * nb * 32 * MR / 4, [&](int64_t task) {
+    const int64_t j0 = task * group, j1 = std::min(N, j0 + group);
+    // 16 f32 lanes per (row of w, row of x): a stack array up to 16 rows of w a group.
+    alignas(64) float acc[kDirectRows * 16 * 16];
+    std::vector<float> big;
+    float* accs = acc;
+    if ((j1 - j0) * MR > kDirectRows * 16) {
+      big.resize(static_cast<size_t>((j1 - j0) * MR * 16));
+      accs = big.data();
+    }
+    std::fill(accs, accs + (j1 - j0) * MR * 16, 0.0f);
+    const ReadOrder order = order_of(task);
+    thread_local Prefetcher pf;
+    if (pf.call != call || pf.next_task != task) pf.start(order_of, tasks, task, ahead);
+    pf.call = call;
+    pf.next_task = task + 1;
+    for (int64_t q = 0; q < order.pieces(); ++q)
+      dot_piece_direct<kQ8, MR, kT>(xq, order, q, pf, accs + q % order.rows * MR * 16);
+    for (int64_t j = j0; j < j1; ++j)
+      for (int i = 0; i < MR; ++i) yp[i * ys + j] = sum_lanes(accs + ((j - j0) * MR + i) * 16);
+  });
+}
+
+template <bool kQ8, bool kT>
+void run_direct_m(int64_t M, const QuantX& xq, const uint8_t* wp, int64_t rb, int64_t N, int64_t nb, float* yp,
+                  int64_t ys, int64_t ahead, int64_t group, int64_t seg_chunks) {
+  switch (M) {
+    case 1: return run_direct<kQ8, 1, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 2: return run_direct<kQ8, 2, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 3: return run_direct<kQ8, 3, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 4: return run_direct<kQ8, 4, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 5: return run_direct<kQ8, 5, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 6: return run_direct<kQ8, 6, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    case 7: return run_direct<kQ8, 7, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    default: return run_direct<kQ8, 8, kT>(xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+  }
 }
 
 Status run_matmul_ggml(OpCall& call) {
@@ -293,19 +476,26 @@ Status run_matmul_ggml(OpCall& call) {
 
   const size_t row_bytes = storage_bytes(w.dtype, w.strides[0]);
   const int64_t ys = y.strides[0];
-  if (M == 1) {
+  static const int64_t direct_max = env_int("DNNB_AVX512_GGML_DIRECT_M", kDirectRows);
+  if (M <= std::min<int64_t>(direct_max, kDirectRows)) {
     // 1 KiB ahead: the hardware streamer restarts at every 4 KiB page (as the reductions',
     // kDefaultPrefetchAhead16bit); DNNB_AVX512_PREFETCH=0 turns it off.
-    const int64_t ahead = prefetch_level == 0 ? 0 : 1024;
-    const bool q8 = d->w == DType::q8_0;
+    static const int64_t ahead_bytes = env_int("DNNB_AVX512_GGML_AHEAD", 16384);
+    static const int64_t group = std::max<int64_t>(1, env_int("DNNB_AVX512_GGML_GROUP", 8));
+    // Chunks of 16 blocks per K segment: x's segment (M x 40 bytes a block) within xbytes.
+    static const int64_t xbytes = env_int("DNNB_AVX512_GGML_XBYTES", 16384);
+    const int64_t seg_chunks = xbytes > 0 ? std::max<int64_t>(1, xbytes / (M * kChunk * 40)) : 0;
+    const int64_t ahead = prefetch_level == 0 ? 0 : ahead_bytes;
     const auto rb = static_cast<int64_t>(row_bytes);
-    parallel_tasks((N + kRows - 1) / kRows, N * K / 4, [&](int64_t task) {
-      for (int64_t j = task * kRows; j < std::min<int64_t>(N, (task + 1) * kRows); ++j) {
-        float* yj = yp + j;
-        const uint8_t* row = wp + j * rb;
-        q8 ? dot_row_direct<true>(xq, row, nb, ahead, yj) : dot_row_direct<false>(xq, row, nb, ahead, yj);
-      }
-    });
+    // x transposed (transpose_blocks) from this many rows on.
+    static const int64_t transpose_from = env_int("DNNB_AVX512_GGML_TRANSPOSE_M", 2);
+    const bool t = transpose_from > 0 && M >= transpose_from;
+    if (t) transpose_x(xq, M);
+    const bool q8 = d->w == DType::q8_0;
+    if (q8 && t) run_direct_m<true, true>(M, xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    else if (q8) run_direct_m<true, false>(M, xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    else if (t) run_direct_m<false, true>(M, xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
+    else run_direct_m<false, false>(M, xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
     return Status::ok();
   }
   parallel_tasks((N + kRows - 1) / kRows, N * K * std::max<int64_t>(M, 1) / 4, [&](int64_t task) {
