@@ -40,22 +40,19 @@ const BlockValue* BlockBuilder::value(const std::string& name, const std::string
 
 void BlockBuilder::input(const std::string& name, const Shape& shape, DType dtype, BlockInit init) {
   if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
-  graph_.inputs.push_back({name, dtype, shape, false, init, 1});
+  graph_.inputs.push_back({name, dtype, shape, false, init, 1, false, ""});
   graph_.values[name] = {dtype, shape};
 }
 
 void BlockBuilder::weight(const std::string& name, const Shape& shape, BlockInit init, int64_t fan_in) {
   if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
-  graph_.inputs.push_back({name, block_.dtype, shape, true, init, fan_in});
+  graph_.inputs.push_back({name, block_.dtype, shape, true, init, fan_in, false, ""});
   graph_.values[name] = {block_.dtype, shape};
 }
 
 void BlockBuilder::state(const std::string& name, const Shape& shape, const std::string& stores) {
   if (graph_.values.count(name)) fail("value '" + name + "' defined twice");
-  BlockTensor t{name, block_.dtype, shape, false, BlockInit::normal, 1};
-  t.state = true;
-  t.stores = stores;
-  graph_.inputs.push_back(t);
+  graph_.inputs.push_back({name, block_.dtype, shape, false, BlockInit::normal, 1, true, stores});
   graph_.values[name] = {block_.dtype, shape};
 }
 
