@@ -133,8 +133,13 @@ double node_allowance(const BlockNode& node, size_t output = 0);
 // inputs to it (views keep their source's).
 std::map<std::string, double> value_allowances(const BlockGraph& graph);
 
+// What a value's allowance multiplies (docs/blocks.md, "The tolerance"): the rms of its float64
+// values `f64`, and for a gradient summed over the tokens (the weight and bias gradients of
+// linear_bwd, layernorm_bwd and rmsnorm_bwd) at least a quarter of their largest magnitude.
+double value_scale(const BlockGraph& graph, const std::string& value, const Tensor& f64);
+
 // The first node (execution order) one of whose outputs in `ours` (host tensors, any dtype)
-// is further from `f64` than its allowance x rms of the f64 value: a line naming it, its error
+// is further from `f64` than its allowance x value_scale of the f64 value: a line naming it, its error
 // and the repro line of the node alone on `where` ("avx512", "opencl:0.0"); "" when none is.
 std::string first_divergence(const BlockGraph& graph, const std::map<std::string, Tensor>& ours,
                              const std::map<std::string, Tensor>& f64, const std::string& backend,

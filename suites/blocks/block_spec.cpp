@@ -85,7 +85,7 @@ Result<std::vector<OutputBound>> block_bounds(const BlockDef& def, const Problem
   const auto allowance = value_allowances(*graph);
   std::vector<OutputBound> bounds;
   for (const std::string& out : graph->outputs) {
-    const double atol = allowance.at(out) * rms_of_f64(values->at(out));
+    const double atol = allowance.at(out) * value_scale(*graph, out, values->at(out));
     bounds.push_back({0, atol, 2, atol});
   }
   return bounds;

@@ -76,7 +76,7 @@ BlockDef gpt2_block_bwd() {
   BlockDef def;
   def.name = "gpt2_block_bwd";
   def.torch = "torch.autograd.grad(GPT2Block(config)(x)[0], (x, *parameters), dy)";
-  def.dtypes = {DType::f32, DType::bf16};
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"heads", "eps"};
   // gpt2_block's: odd sequence lengths and head dims that are no tile's multiple; x with padded rows;
   // and GPT-2's head dim 64, where sdpa_bwd takes the GPUs' 16-bit tensor-core kernels.

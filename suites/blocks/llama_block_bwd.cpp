@@ -88,7 +88,7 @@ BlockDef llama_block_bwd() {
   BlockDef def;
   def.name = "llama_block_bwd";
   def.torch = "torch.autograd.grad(LlamaDecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos)), (x, *parameters), dy)";
-  def.dtypes = {DType::f32, DType::bf16};
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
   def.param_keys = {"heads", "kv", "ffn", "eps", "theta"};
   // llama_block's: GQA and MQA, odd lengths, FFN widths that are no tile's multiple; x with padded rows;
   // and Llama's head dim 128, where sdpa_bwd takes the GPUs' 16-bit tensor-core kernels.
