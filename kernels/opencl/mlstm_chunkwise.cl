@@ -19,22 +19,31 @@
 // One work-group of MLSTM_WG items per (batch x head, tile of MLSTM_VT columns of v): it walks
 // the sequence in chunks of MLSTM_LC rows, holding its columns of C (DQK x MLSTM_VT) and all of n
 // in local memory. Per chunk: stage q, k (f32, whole rows), v (the tile's columns) and the gates;
-// the intra-chunk weights P[t,s] and each row's q.n term; h for every (row, column) pair; then
-// the state update. The tile of columns 0 writes n_last and m_last.
+// the intra-chunk weights P[t,s] and each row's q.n term; h, item (g, c) taking column c of the
+// rows g, g + G, ... (G = MLSTM_WG / MLSTM_VT); then the state update, item (g, c) taking the
+// float4 rows g, g + G, ... of C's column c. The tile of columns 0 writes n_last and m_last.
 #if !defined(MLSTM_WG) || !defined(MLSTM_LC) || !defined(MLSTM_VT)
 #error "build with -DMLSTM_WG, -DMLSTM_LC and -DMLSTM_VT (kernels/opencl/mlstm_chunkwise.cpp)"
 #endif
-#define MLSTM_DK4 (SDPA_D4 / 4)  // float4 of a q or k row in local memory
+#if MLSTM_WG % MLSTM_VT != 0
+#error "MLSTM_WG must be a multiple of MLSTM_VT"
+#endif
+#define MLSTM_DK4 (SDPA_D4 / 4)       // float4 of a q or k row
+#define MLSTM_KW4 (MLSTM_DK4 + 1)     // float4 per local row of q or k: one of pad, so the rows
+                                      // the items of one warp read at once fall on other banks
+#define MLSTM_G (MLSTM_WG / MLSTM_VT)  // item groups: item (g, c) serves column c of the tile
+#define MLSTM_RPI ((MLSTM_LC + MLSTM_G - 1) / MLSTM_G)    // rows of h per item: g, g + G, ...
+#define MLSTM_CPI ((MLSTM_DK4 + MLSTM_G - 1) / MLSTM_G)  // float4 of C's rows per item: g, g + G, ...
 
 kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwise_fwd(
     const global dnnb_t* q, dnnb_sdpa_view qv, const global dnnb_t* k, dnnb_sdpa_view kv, const global dnnb_t* v,
     dnnb_sdpa_view vv, const global float4* gates, global dnnb_t* h, dnnb_sdpa_view hv, global float* c_last,
     dnnb_sdpa_view cv, global float* n_last, dnnb_sdpa_view nv, global float* m_last, dnnb_sdpa_view mv,
     dnnb_mlstm_dims dm, float scale, float eps) {
-  local float c_state[SDPA_D4 * MLSTM_VT];
-  local float n_state[SDPA_D4];
-  local float4 q_tile[MLSTM_LC * MLSTM_DK4];
-  local float4 k_tile[MLSTM_LC * MLSTM_DK4];
+  local float c_state[SDPA_D4 * MLSTM_VT];  // C[d][c] of the tile's columns
+  local float4 n_state[MLSTM_DK4];
+  local float4 q_tile[MLSTM_LC * MLSTM_KW4];
+  local float4 k_tile[MLSTM_LC * MLSTM_KW4];
   local float v_tile[MLSTM_LC * MLSTM_VT];
   local float p_tile[MLSTM_LC * MLSTM_LC];
   local float w_key[MLSTM_LC];    // exp(a[s] - R') of the chunk's keys, for the state update
@@ -44,6 +53,8 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
   const global float4* ga = gates;
   const global float4* gc = gates + dm.batch * dm.heads * dm.s;
   const int lid = get_local_id(0);
+  const int grp = lid / MLSTM_VT;
+  const int col = lid - grp * MLSTM_VT;
   const long tiles = (dm.dv + MLSTM_VT - 1) / MLSTM_VT;
   const long bh = get_group_id(0) / tiles;
   const long col0 = (get_group_id(0) - bh * tiles) * MLSTM_VT;
@@ -55,19 +66,17 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
   const long v_base = vv.offset + b * vv.sb + hd * vv.sh;
   const long h_base = hv.offset + b * hv.sb + hd * hv.sh;
   const int vt = (int)min((long)MLSTM_VT, dm.dv - col0);  // the tile's columns
-  const local float* q_flat = (const local float*)q_tile;
-  const local float* k_flat = (const local float*)k_tile;
 
   for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) c_state[e] = 0.0f;
-  for (int e = lid; e < SDPA_D4; e += MLSTM_WG) n_state[e] = 0.0f;
+  for (int e = lid; e < MLSTM_DK4; e += MLSTM_WG) n_state[e] = (float4)(0.0f);
   float2 R = (float2)(0.0f, 0.0f);  // the max state, as max(0, prefix max of a) so far
 
   for (long j0 = 0; j0 < dm.s; j0 += MLSTM_LC) {
     const int rows = (int)min((long)MLSTM_LC, dm.s - j0);
     const float2 R_next = ga[g_row + j0 + rows - 1].zw;
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous chunk's tiles and the state update done
-    sdpa_stage(q, q_base, qv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_DK4, q_tile, lid, MLSTM_WG);
-    sdpa_stage(k, k_base, kv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_DK4, k_tile, lid, MLSTM_WG);
+    sdpa_stage(q, q_base, qv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_KW4, q_tile, lid, MLSTM_WG);
+    sdpa_stage(k, k_base, kv, j0, dm.s, dm.dqk, MLSTM_LC, MLSTM_KW4, k_tile, lid, MLSTM_WG);
     for (int e = lid; e < MLSTM_LC * MLSTM_VT; e += MLSTM_WG) {
       const int s = e / MLSTM_VT;
       const int c = e - s * MLSTM_VT;
@@ -80,7 +89,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
       const int s = e - t * MLSTM_LC;
       float w = 0.0f;
       if (s <= t && t < rows)
-        w = scale * sdpa_dot(q_tile + t * MLSTM_DK4, k_tile + s * MLSTM_DK4, MLSTM_DK4) *
+        w = scale * sdpa_dot(q_tile + t * MLSTM_KW4, k_tile + s * MLSTM_KW4, MLSTM_DK4) *
             exp(mlstm_df_diff(ga[g_row + j0 + s].xy, ga[g_row + j0 + t].zw));
       p_tile[e] = w;
     }
@@ -88,7 +97,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
       float qn = 0.0f, f = 1.0f, fl = 0.0f, wk = 0.0f;
       if (t < rows) {
         f = scale * exp(mlstm_df_diff(R, ga[g_row + j0 + t].zw));
-        for (int d = 0; d < dm.dqk; ++d) qn = fma(q_flat[t * SDPA_D4 + d], n_state[d], qn);
+        qn = sdpa_dot(q_tile + t * MLSTM_KW4, n_state, MLSTM_DK4);
         fl = mlstm_exp_neg(gc[g_row + j0 + t].zw);
         wk = exp(mlstm_df_diff(ga[g_row + j0 + t].xy, R_next));
       }
@@ -104,31 +113,59 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
       den[t] = sum;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    // h of every (row, column) pair of the chunk and tile, from the previous state.
-    for (int e = lid; e < MLSTM_LC * MLSTM_VT; e += MLSTM_WG) {
-      const int t = e / MLSTM_VT;
-      const int c = e - t * MLSTM_VT;
-      if (t >= rows || c >= vt) continue;
-      float qc = 0.0f;
-      for (int d = 0; d < dm.dqk; ++d) qc = fma(q_flat[t * SDPA_D4 + d], c_state[d * MLSTM_VT + c], qc);
-      float num = inter[t] * qc;
-      for (int s = 0; s <= t; ++s) num = fma(p_tile[t * MLSTM_LC + s], v_tile[s * MLSTM_VT + c], num);
-      const float norm = fmax(fabs(den[t]), floor_[t]);
-      DNNB_STORE(h, h_base + (j0 + t) * hv.ss + (col0 + c) * hv.se, num / (norm + eps));
+    // h of the item's rows grp, grp + G, ... in column col, from the previous state: q_t^T C
+    // with each float4 of C's column loaded once for all of them.
+    {
+      float qc[MLSTM_RPI];
+      for (int j = 0; j < MLSTM_RPI; ++j) qc[j] = 0.0f;
+      for (int d4 = 0; d4 < MLSTM_DK4; ++d4) {
+        const local float* cs = c_state + 4 * d4 * MLSTM_VT + col;
+        const float4 cc = (float4)(cs[0], cs[MLSTM_VT], cs[2 * MLSTM_VT], cs[3 * MLSTM_VT]);
+        for (int j = 0; j < MLSTM_RPI; ++j) {
+          const int t = grp + MLSTM_G * j;
+          if (t < MLSTM_LC) {
+            const float4 qt = q_tile[t * MLSTM_KW4 + d4];
+            qc[j] = fma(qt.w, cc.w, fma(qt.z, cc.z, fma(qt.y, cc.y, fma(qt.x, cc.x, qc[j]))));
+          }
+        }
+      }
+      for (int j = 0; j < MLSTM_RPI; ++j) {
+        const int t = grp + MLSTM_G * j;
+        if (t >= rows || col >= vt) continue;
+        float num = inter[t] * qc[j];
+        for (int s = 0; s <= t; ++s) num = fma(p_tile[t * MLSTM_LC + s], v_tile[s * MLSTM_VT + col], num);
+        const float norm = fmax(fabs(den[t]), floor_[t]);
+        DNNB_STORE(h, h_base + (j0 + t) * hv.ss + (col0 + col) * hv.se, num / (norm + eps));
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous state no longer read
+    // C <- g C + sum_s w_s k_s v_s^T on the item's float4 rows grp, grp + G, ... of column col,
+    // each w_s v_s[col] formed once for all of them.
     const float g = exp(mlstm_df_diff(R, R_next));
-    for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) {
-      const int d = e / MLSTM_VT;
-      const int c = e - d * MLSTM_VT;
-      float acc = 0.0f;
-      for (int s = 0; s < rows; ++s) acc = fma(w_key[s] * k_flat[s * SDPA_D4 + d], v_tile[s * MLSTM_VT + c], acc);
-      c_state[e] = fma(g, c_state[e], acc);
+    {
+      float4 acc[MLSTM_CPI];
+      for (int j = 0; j < MLSTM_CPI; ++j) acc[j] = (float4)(0.0f);
+      for (int s = 0; s < rows; ++s) {
+        const float4 wv = (float4)(w_key[s] * v_tile[s * MLSTM_VT + col]);
+        for (int j = 0; j < MLSTM_CPI; ++j) {
+          const int d4 = grp + MLSTM_G * j;
+          if (d4 < MLSTM_DK4) acc[j] = fma(wv, k_tile[s * MLSTM_KW4 + d4], acc[j]);
+        }
+      }
+      for (int j = 0; j < MLSTM_CPI; ++j) {
+        const int d4 = grp + MLSTM_G * j;
+        if (d4 >= MLSTM_DK4) continue;
+        local float* cs = c_state + 4 * d4 * MLSTM_VT + col;
+        cs[0] = fma(g, cs[0], acc[j].x);
+        cs[MLSTM_VT] = fma(g, cs[MLSTM_VT], acc[j].y);
+        cs[2 * MLSTM_VT] = fma(g, cs[2 * MLSTM_VT], acc[j].z);
+        cs[3 * MLSTM_VT] = fma(g, cs[3 * MLSTM_VT], acc[j].w);
+      }
     }
-    for (int d = lid; d < SDPA_D4; d += MLSTM_WG) {
-      float acc = 0.0f;
-      for (int s = 0; s < rows; ++s) acc = fma(w_key[s], k_flat[s * SDPA_D4 + d], acc);
-      n_state[d] = fma(g, n_state[d], acc);
+    for (int d4 = lid; d4 < MLSTM_DK4; d4 += MLSTM_WG) {
+      float4 acc = (float4)(0.0f);
+      for (int s = 0; s < rows; ++s) acc = fma((float4)(w_key[s]), k_tile[s * MLSTM_KW4 + d4], acc);
+      n_state[d4] = fma((float4)(g), n_state[d4], acc);
     }
     R = R_next;
   }
@@ -141,7 +178,8 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
     if (d < dm.dqk && c < vt) c_last[c_base + d * cv.ss + (col0 + c) * cv.se] = c_state[e];
   }
   if (col0 != 0) return;
-  for (int d = lid; d < dm.dqk; d += MLSTM_WG) n_last[nv.offset + b * nv.sb + hd * nv.sh + d * nv.ss] = n_state[d];
+  const local float* n_flat = (const local float*)n_state;
+  for (int d = lid; d < dm.dqk; d += MLSTM_WG) n_last[nv.offset + b * nv.sb + hd * nv.sh + d * nv.ss] = n_flat[d];
   if (lid == 0) {
     const float4 last = gc[g_row + dm.s - 1];
     m_last[mv.offset + b * mv.sb + hd * mv.sh] = last.z + last.w;

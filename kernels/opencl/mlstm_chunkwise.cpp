@@ -16,17 +16,18 @@ struct ChunkTiles {
   int64_t vt, lc, wg;
 };
 
-// Local bytes of mlstm_chunkwise_fwd: the state C (DQK x vt) and n, the q and k chunks, the v
-// chunk's columns, the weights P, four floats per row.
+// Local bytes of mlstm_chunkwise_fwd: the state C (DQK x vt) and n, the q and k chunks (rows of
+// DQK / 4 + 1 float4), the v chunk's columns, the weights P, four floats per row.
 size_t chunk_local_bytes(const ops::MlstmDesc& d, const ChunkTiles& t) {
   const int64_t d4 = (d.dqk + 3) / 4 * 4;
-  return static_cast<size_t>(4 * (d4 * t.vt + d4) + 4 * 2 * t.lc * d4 + 4 * t.lc * t.vt + 4 * t.lc * t.lc +
-                             16 * t.lc);
+  return static_cast<size_t>(4 * (d4 * t.vt + d4) + 16 * 2 * t.lc * (d4 / 4 + 1) + 4 * t.lc * t.vt +
+                             4 * t.lc * t.lc + 16 * t.lc);
 }
 
-// The first tiles of the device's list whose local bytes fit. GPUs: 256 items over 32 columns
-// and 16 rows (512 (row, column) pairs of h, 4096 elements of C per chunk at DQK 128), narrower
-// for larger DQK. CPU devices (PoCL runs a work-group as loops over its items): 64 items.
+// The first tiles of the device's list whose local bytes fit (every wg a multiple of its vt).
+// GPUs: 256 items over 32 columns and 16 rows (each item 2 rows of h and 16 rows of C at DQK
+// 128), narrower for larger DQK. CPU devices (PoCL runs a work-group as loops over its items): 64
+// items.
 Result<ChunkTiles> chunk_tiles(const OpenCLDevice& device, const ops::MlstmDesc& d) {
   auto cpu = mlstm_cpu_tiles(device);
   if (!cpu) return cpu.status();
