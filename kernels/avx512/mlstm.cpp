@@ -1,6 +1,7 @@
 // AVX-512 mlstm: the parallel stabilised mLSTM forward (docs/ops-family5.md), h, n, m from
 // q, k, v, i, f, as NX-AI's mlstm_kernels torch/parallel/native/fw.py defines them, in one
-// pass over the keys on the f32 FMA units.
+// pass over the keys: f32 FMAs, or for bf16 on a CPU with AVX512_BF16 VDPBF16PS on pairs
+// (mlstm_bf16.h: q and k as stored, C~ rounded to bf16 for C~ v).
 //
 // The stabiliser needs no online rescaling: with a[s] = i[s] - c[s] and c the cumulative
 // log-forget gate, logD[t, s] = c[t] + a[s] for s <= t, so m[t] = c[t] + M[t] with the prefix
@@ -43,7 +44,7 @@ DNNB_AVX512 void forward_task(const Operands& x, int64_t b, int64_t h, int64_t i
   sdpa::Arena& arena = sdpa::Arena::local();
   arena.reset(mlstm::Tile::floats(d));
   const mlstm::Tile t(arena, d);
-  sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.dqk, static_cast<float>(d.scale()), t.kf, t.qt);
+  mlstm::pack_queries<Fmt>(x, b, h, t, i0, nq);
   std::fill(t.acc, t.acc + kBlock * dvp, 0.0f);
   std::fill(t.rowsum, t.rowsum + kBlock, 0.0f);
   // Lanes past the block repeat the last query's M: their scores are 0 (zero query lanes).
@@ -104,7 +105,8 @@ Status run_mlstm(OpCall& call) {
 }
 
 DNNB_REGISTER(register_kernel("mlstm", {DType::f32, DType::f16, DType::bf16},
-                              [](const Problem& p, const DeviceRuntime&) { return mlstm::supports_problem(p); }, run_mlstm));
+                              [](const Problem& p, const DeviceRuntime&) { return mlstm::supports_problem(p); }, run_mlstm,
+                              "", "", mlstm::compute_unit));
 
 }  // namespace
 }  // namespace dnnb::avx512

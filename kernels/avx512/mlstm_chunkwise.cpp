@@ -14,6 +14,8 @@
 //     C' = e^(g + m - m') C + sum_l e^(a_l - m') k_l v_l^T, n' likewise with k_l, m = m'.
 // The state product C' += K'^T V is one GEMM per key block (the scaled keys read transposed
 // out of their row-major block). Gates and stabilisers are float64 (mlstm_tile.h says why).
+// bf16 on a CPU with AVX512_BF16 runs every product on VDPBF16PS pairs (mlstm_bf16.h): q, k, v
+// as stored, C~ and the state's C and abar k rounded to bf16 for their products.
 #include <vector>
 
 #include "kernels/avx512/mlstm_tile.h"
@@ -34,13 +36,18 @@ DNNB_AVX512 void head_task(const Operands& x, int64_t b, int64_t h) {
   const int64_t dp = mlstm::pad16(d.dqk), dvp = mlstm::pad16(d.dv), L = std::min(d.chunk, d.s);
 
   sdpa::Arena& arena = sdpa::Arena::local();
-  arena.reset(mlstm::Tile::floats(d) + d.dqk * dvp + dp + 6 * L);
+  const bool pairs = mlstm::use_pairs<Fmt>();
+  const int64_t w = mlstm::Tile::pair_words(d);
+  arena.reset(mlstm::Tile::floats(d) + d.dqk * dvp + dp + 6 * L + w * dvp + kBlock / 2 * dp);
   const mlstm::Tile t(arena, d);
   float* cst = arena.take(d.dqk * dvp);  // C, rows of DV padded
   float* nst = arena.take(dp);           // n
-  double* bl = reinterpret_cast<double*>(arena.take(2 * L));  // b of the chunk
-  double* ap = reinterpret_cast<double*>(arena.take(2 * L));  // a' = i - b
-  double* mc = reinterpret_cast<double*>(arena.take(2 * L));  // Mc
+  double* bl = reinterpret_cast<double*>(arena.take(6 * L));  // b of the chunk
+  double* ap = bl + L;                                        // a' = i - b
+  double* mc = ap + L;                                        // Mc
+  // Pairs: C's rows (q C, DQK / 2 x DV) and the scaled keys' columns (K'^T V, 32 x DQK).
+  uint32_t* cpairs = reinterpret_cast<uint32_t*>(arena.take(w * dvp + kBlock / 2 * dp));
+  uint32_t* kpairs = cpairs + w * dvp;
   std::fill(cst, cst + d.dqk * dvp, 0.0f);
   std::fill(nst, nst + dp, 0.0f);
   double m = 0.0;
@@ -56,16 +63,31 @@ DNNB_AVX512 void head_task(const Operands& x, int64_t b, int64_t h) {
       mc[l] = std::max(m, run);
     }
 
+    if (pairs)  // C rounded to bf16 once per chunk for the products with q
+      for (int64_t p = 0; p < w; ++p)
+        mlstm::pairs_from_f32(cst + 2 * p * dvp, 2 * p + 1 < d.dqk ? cst + (2 * p + 1) * dvp : nullptr, dvp,
+                              cpairs + p * dvp);
     for (int64_t i0 = c0; i0 < c0 + lk; i0 += kBlock) {
       const int64_t nq = std::min(kBlock, c0 + lk - i0), l0 = i0 - c0;
-      sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.dqk, static_cast<float>(d.scale()), t.kf, t.qt);
+      mlstm::pack_queries<Fmt>(x, b, h, t, i0, nq);
       for (int64_t i = 0; i < kBlock; ++i) t.mq[i] = mc[l0 + std::min(i, nq - 1)];
-      // Inter-chunk: acc = (scale Q) C and rowsum = (scale Q) n, each query's row times e^(m - Mc).
-      sdpa::gemm(t.acc, dvp, nq, dvp / 16, t.qt, 1, kBlock, cst, dvp, d.dqk, false);
+      // Inter-chunk: acc = (scale Q) C and rowsum = (scale Q) n, each query's row times e^(m - Mc)
+      // (on pairs, Q is unscaled and the scale joins that factor).
+      if (pairs)
+        mlstm::pair_gemm(t.acc, dvp, nq, dvp / 16, t.qp, 1, kBlock, cpairs, dvp, w, false);
+      else
+        sdpa::gemm(t.acc, dvp, nq, dvp / 16, t.qt, 1, kBlock, cst, dvp, d.dqk, false);
       for (int64_t i = 0; i < nq; ++i) {
         float qn = 0.0f;
-        for (int64_t e = 0; e < d.dqk; ++e) qn += t.qt[e * kBlock + i] * nst[e];
-        const float bbar = static_cast<float>(std::exp(m - t.mq[i]));
+        if (pairs) {
+          for (int64_t p = 0; p < w; ++p) {
+            const uint32_t word = t.qp[p * kBlock + i];
+            qn += bf16_to_f32(static_cast<uint16_t>(word)) * nst[2 * p] + bf16_to_f32(static_cast<uint16_t>(word >> 16)) * nst[2 * p + 1];
+          }
+        } else {
+          for (int64_t e = 0; e < d.dqk; ++e) qn += t.qt[e * kBlock + i] * nst[e];
+        }
+        const float bbar = static_cast<float>(std::exp(m - t.mq[i]) * (pairs ? d.scale() : 1.0));
         t.rowsum[i] = qn * bbar;
         float* row = t.acc + i * dvp;
         const __m512 f = _mm512_set1_ps(bbar);
@@ -93,11 +115,19 @@ DNNB_AVX512 void head_task(const Operands& x, int64_t b, int64_t h) {
         const float abar = static_cast<float>(std::exp(g + ap[j0 - c0 + j] - m_next));
         float* krow = t.kf + j * dp;
         sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, abar, krow, dp);
-        sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, t.vf + j * dvp, dvp);
+        if (!pairs) sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, t.vf + j * dvp, dvp);
         for (int64_t e = 0; e < dp; e += 16) _mm512_storeu_ps(nst + e, _mm512_add_ps(_mm512_loadu_ps(nst + e), _mm512_loadu_ps(krow + e)));
       }
-      // C [DQK x DV] += K'^T V: K' read transposed out of its row-major block.
-      sdpa::gemm(cst, dvp, d.dqk, dvp / 16, t.kf, 1, dp, t.vf, dvp, kb, true);
+      // C [DQK x DV] += K'^T V: K' read transposed out of its row-major block (on pairs: K'
+      // rounded to bf16 as pairs of consecutive keys, V likewise).
+      if (pairs) {
+        for (int64_t p = 0; 2 * p < kb; ++p)
+          mlstm::pairs_from_f32(t.kf + 2 * p * dp, 2 * p + 1 < kb ? t.kf + (2 * p + 1) * dp : nullptr, dp, kpairs + p * dp);
+        mlstm::value_pairs(x, b, h, j0, kb, t.vp);
+        mlstm::pair_gemm(cst, dvp, d.dqk, dvp / 16, kpairs, 1, dp, t.vp, dvp, (kb + 1) / 2, true);
+      } else {
+        sdpa::gemm(cst, dvp, d.dqk, dvp / 16, t.kf, 1, dp, t.vf, dvp, kb, true);
+      }
     }
     m = m_next;
   }
@@ -137,7 +167,7 @@ Status run_mlstm_chunkwise(OpCall& call) {
 
 DNNB_REGISTER(register_kernel("mlstm_chunkwise", {DType::f32, DType::f16, DType::bf16},
                               [](const Problem& p, const DeviceRuntime&) { return mlstm::supports_problem(p); },
-                              run_mlstm_chunkwise));
+                              run_mlstm_chunkwise, "", "", mlstm::compute_unit));
 
 }  // namespace
 }  // namespace dnnb::avx512

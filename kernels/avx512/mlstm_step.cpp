@@ -5,7 +5,9 @@
 //   C' = F C + I k v^T, n' = F n + I k, h = (scale q) C' / (max(|(scale q) . n'|, e^-m') + eps).
 // One task per (batch, head). The step is bound by the state's bytes (C read and written once,
 // DQK x DV f32): one pass over C's rows writes each new row and adds (scale q[e]) times it to
-// h's accumulator, so C' is never read back. Gate arithmetic in float64.
+// h's accumulator, so C' is never read back; C' goes out with non-temporal stores when the
+// state passes the last-level cache (stream_output), which saves the read for ownership of
+// every line written. Gate arithmetic in float64.
 #include "kernels/avx512/mlstm_tile.h"
 
 namespace dnnb::avx512 {
@@ -14,6 +16,7 @@ namespace {
 struct Operands : mlstm::Inputs {
   mlstm::View c, n, m;              // the state read
   mlstm::View out_h, c_new, n_new, m_new;  // h and the state written (may be c, n, m themselves)
+  bool stream = false;  // C' with non-temporal stores (stream_output: a state past the LLC)
 };
 
 template <class Fmt>
@@ -40,6 +43,7 @@ DNNB_AVX512 void step_task(const Operands& x, int64_t b, int64_t h) {
 
   const __m512 fv = _mm512_set1_ps(fg);
   const int64_t cs = x.c.col_stride(), ncs = x.c_new.col_stride();
+  const bool stream = x.stream;
   float qn = 0.0f;
   for (int64_t e = 0; e < d.dqk; ++e) {
     const float* src = x.c.row<const float>(b, h, e);
@@ -49,7 +53,10 @@ DNNB_AVX512 void step_task(const Operands& x, int64_t b, int64_t h) {
       int64_t v = 0;
       for (; v + 16 <= d.dv; v += 16) {
         const __m512 c = _mm512_fmadd_ps(ik, _mm512_loadu_ps(vf + v), _mm512_mul_ps(fv, _mm512_loadu_ps(src + v)));
-        _mm512_storeu_ps(dst + v, c);
+        if (stream && reinterpret_cast<uintptr_t>(dst + v) % 64 == 0)
+          _mm512_stream_ps(dst + v, c);
+        else
+          _mm512_storeu_ps(dst + v, c);
         _mm512_storeu_ps(hacc + v, _mm512_fmadd_ps(q, c, _mm512_loadu_ps(hacc + v)));
       }
       if (v < d.dv) {
@@ -95,6 +102,8 @@ Status run_mlstm_step(OpCall& call) {
   x.m_new = mlstm::view_of(call.outputs[3]);
 
   const int64_t heads = d->batch * d->heads;
+  const int64_t state_bytes = heads * d->dqk * d->dv * 4;
+  x.stream = stream_output(state_bytes, state_bytes);
   return with_format(call.problem.dtype, [&](auto fmt) {
     using Fmt = decltype(fmt);
     parallel_tasks(heads, heads * d->dqk * d->dv, [&](int64_t bh) { step_task<Fmt>(x, bh / d->heads, bh % d->heads); });

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/avx512/mlstm_bf16.h"
 #include "kernels/avx512/sdpa_tile.h"
 #include "suites/ops/mlstm_desc.h"
 
@@ -117,10 +118,18 @@ DNNB_AVX512 void store_scaled(typename Fmt::storage* p, int64_t stride, int64_t 
 
 // ---- One (query block, key block) pair of the parallel form ------------------------------
 
-// The f32 scratch of a query block (64 queries), carved from the thread's arena.
+// True when a format's products run on VDPBF16PS (mlstm_bf16.h): bf16 on a CPU with AVX512_BF16.
+template <class Fmt>
+bool use_pairs() {
+  return std::is_same_v<Fmt, BF16> && has_native_bf16;
+}
+
+// The scratch of a query block (64 queries), carved from the thread's arena: f32 tiles, and the
+// bf16 pair panels when the products run on pairs.
 struct Tile {
   float *qt, *kf, *vf, *st, *acc, *rowsum, *yq, *xk;
   double* mq;  // the stabiliser's prefix max M of the 64 query lanes
+  uint32_t *qp, *kp, *vp, *cp;  // pairs: Q^T [DQK/2 x 64], K [64 x DQK/2], V [32 x DV], C~^T [32 x 64]
   // Takes the pieces from `arena` (reset by the caller with at least floats(d)).
   Tile(sdpa::Arena& arena, const ops::MlstmDesc& d) {
     const int64_t dp = pad16(d.dqk), dvp = pad16(d.dv);
@@ -133,26 +142,57 @@ struct Tile {
     yq = arena.take(kBlock);          // a block's query factors
     xk = arena.take(kBlock);          // a block's key factors
     mq = reinterpret_cast<double*>(arena.take(2 * kBlock));
+    const int64_t w = pair_words(d);
+    qp = reinterpret_cast<uint32_t*>(arena.take(pair_floats(d)));
+    kp = qp + w * kBlock;
+    vp = kp + kBlock * w;
+    cp = vp + kBlock / 2 * dvp;
+  }
+  static int64_t pair_words(const ops::MlstmDesc& d) { return (d.dqk + 1) / 2; }
+  static int64_t pair_floats(const ops::MlstmDesc& d) {
+    return 2 * pair_words(d) * kBlock + kBlock / 2 * pad16(d.dv) + kBlock / 2 * kBlock;
   }
   static int64_t floats(const ops::MlstmDesc& d) {
     const int64_t dp = pad16(d.dqk), dvp = pad16(d.dv);
-    return d.dqk * kBlock + kBlock * dp + kBlock * dvp * 2 + kBlock * kBlock + 5 * kBlock;
+    return d.dqk * kBlock + kBlock * dp + kBlock * dvp * 2 + kBlock * kBlock + 5 * kBlock + pair_floats(d);
   }
 };
 
-// Adds keys [j0, j0 + kb) of head (b, h) to the queries [i0, i0 + nq) of t (t.qt packed, t.mq
-// set for all 64 lanes): C[t, s] = S[t, s] e^(ak[s - j0] - M[t]) for s <= t, row sums into
-// t.rowsum, C V into t.acc. ak: the keys' log-space a. Blocks wholly below the diagonal factor D
-// as e^(a[s] - R) e^(R - M[t]) with R the block's max of a (both <= 1 since R <= M[t]), the
-// key factor scaling the packed key rows, the query factor one multiply per lane, and are
-// skipped when every query factor is below e^-104; the diagonal block takes D per element.
+// Packs the queries [i0, i0 + nq) of head (b, h) into t: t.qt scaled and transposed, or t.qp
+// as transposed pairs (unscaled: the scale goes into D) when the products run on pairs.
+template <class Fmt>
+DNNB_AVX512 void pack_queries(const Inputs& x, int64_t b, int64_t h, const Tile& t, int64_t i0, int64_t nq) {
+  if (use_pairs<Fmt>())
+    query_pairs(x.q, b, h, i0, nq, x.d.dqk, reinterpret_cast<uint32_t*>(t.kf), t.qp);
+  else
+    sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, x.d.dqk, static_cast<float>(x.d.scale()), t.kf, t.qt);
+}
+
+// Values [j0, j0 + kb) of head (b, h) as pairs of consecutive rows: vp[p][c] = (v[2p][c], v[2p+1][c]).
+DNNB_AVX512 inline void value_pairs(const Inputs& x, int64_t b, int64_t h, int64_t j0, int64_t kb, uint32_t* vp) {
+  const int64_t dvp = pad16(x.d.dv);
+  for (int64_t p = 0; 2 * p < kb; ++p) {
+    const uint16_t* r0 = x.v.row<const uint16_t>(b, h, j0 + 2 * p);
+    const uint16_t* r1 = 2 * p + 1 < kb ? x.v.row<const uint16_t>(b, h, j0 + 2 * p + 1) : nullptr;
+    pairs_from_bf16(r0, r1, x.v.col_stride(), x.d.dv, dvp, vp + p * dvp);
+  }
+}
+
+// Adds keys [j0, j0 + kb) of head (b, h) to the queries [i0, i0 + nq) of t (queries packed by
+// pack_queries, t.mq set for all 64 lanes): C[t, s] = S[t, s] e^(ak[s - j0] - M[t]) for s <= t,
+// row sums into t.rowsum, C V into t.acc. ak: the keys' log-space a. Blocks wholly below the
+// diagonal factor D as e^(a[s] - R) e^(R - M[t]) with R the block's max of a (both <= 1 since
+// R <= M[t]): the key factor scales the packed key rows (f32) or the key's row of S (pairs),
+// the query factor is one multiply per lane; such a block is skipped when every query factor
+// is below e^-104. The diagonal block takes D per element.
 template <class Fmt>
 DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile& t, int64_t i0, int64_t nq,
                               int64_t j0, int64_t kb, const double* ak) {
   using T = typename Fmt::storage;
   const ops::MlstmDesc& d = x.d;
   const int64_t nvq = (nq + 15) / 16, dp = pad16(d.dqk), dvp = pad16(d.dv);
-  const bool diagonal = j0 + kb > i0;
+  const bool pairs = use_pairs<Fmt>(), diagonal = j0 + kb > i0;
+  const float scale = pairs ? static_cast<float>(d.scale()) : 1.0f;  // the f32 path scaled q
   if (!diagonal) {
     double r = ak[0];
     for (int64_t j = 1; j < kb; ++j) r = std::max(r, ak[j]);
@@ -160,15 +200,23 @@ DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile&
     exp_diffs(ak, kb, r, t.xk);
     for (int64_t v = 0; v < nvq; ++v) {
       const __m512 arg = _mm512_sub_ps(_mm512_setzero_ps(), diff16(t.mq + 16 * v, r));  // R - M[t] <= 0
-      _mm512_storeu_ps(t.yq + 16 * v, exp16(arg));
+      _mm512_storeu_ps(t.yq + 16 * v, _mm512_mul_ps(exp16(arg), _mm512_set1_ps(scale)));
     }
   }
-  for (int64_t j = 0; j < kb; ++j) {
-    sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, diagonal ? 1.0f : t.xk[j],
-                        t.kf + j * dp, dp);
-    sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, t.vf + j * dvp, dvp);
+  if (pairs) {
+    const int64_t w = Tile::pair_words(d);
+    for (int64_t j = 0; j < kb; ++j)
+      row_pairs(x.k.row<const uint16_t>(b, h, j0 + j), x.k.col_stride(), d.dqk, t.kp + j * w);
+    value_pairs(x, b, h, j0, kb, t.vp);
+    pair_gemm(t.st, kBlock, kb, nvq, t.kp, w, 1, t.qp, kBlock, w, false);
+  } else {
+    for (int64_t j = 0; j < kb; ++j) {
+      sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, diagonal ? 1.0f : t.xk[j],
+                          t.kf + j * dp, dp);
+      sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, t.vf + j * dvp, dvp);
+    }
+    sdpa::gemm(t.st, kBlock, kb, nvq, t.kf, dp, 1, t.qt, kBlock, d.dqk, false);
   }
-  sdpa::gemm(t.st, kBlock, kb, nvq, t.kf, dp, 1, t.qt, kBlock, d.dqk, false);
 
   for (int64_t v = 0; v < nvq; ++v) {
     __m512 sum = _mm512_loadu_ps(t.rowsum + 16 * v);
@@ -176,7 +224,8 @@ DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile&
       const __m512 y = _mm512_loadu_ps(t.yq + 16 * v);
       for (int64_t j = 0; j < kb; ++j) {
         float* s = t.st + j * kBlock + 16 * v;
-        const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(s), y);
+        const __m512 f = pairs ? _mm512_mul_ps(y, _mm512_set1_ps(t.xk[j])) : y;
+        const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(s), f);
         _mm512_storeu_ps(s, c);
         sum = _mm512_add_ps(sum, c);
       }
@@ -188,7 +237,7 @@ DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile&
         // a[s] - M[t] per query in float64, rounded once; masked lanes never reach the exponential.
         const __m512d as = _mm512_set1_pd(ak[j]);
         const __m512 arg = _mm512_maskz_mov_ps(seen, diff16(as, as, t.mq + 16 * v));
-        const __m512 dm = _mm512_maskz_mov_ps(seen, exp16(arg));
+        const __m512 dm = _mm512_maskz_mov_ps(seen, _mm512_mul_ps(exp16(arg), _mm512_set1_ps(scale)));
         const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(s), dm);
         _mm512_storeu_ps(s, c);
         sum = _mm512_add_ps(sum, c);
@@ -196,8 +245,21 @@ DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile&
     }
     _mm512_storeu_ps(t.rowsum + 16 * v, sum);
   }
-  // acc [nq x Dv] += C V: C read transposed out of C^T (query i at column i, key j at row j).
-  sdpa::gemm(t.acc, dvp, nq, dvp / 16, t.st, 1, kBlock, t.vf, dvp, kb, true);
+  if (pairs) {
+    // C~^T rows 2p, 2p + 1 (keys) into pair rows of 64 query lanes; acc += C~ V on pairs of keys.
+    for (int64_t p = 0; 2 * p < kb; ++p)
+      pairs_from_f32(t.st + 2 * p * kBlock, 2 * p + 1 < kb ? t.st + (2 * p + 1) * kBlock : nullptr, 16 * nvq,
+                     t.cp + p * kBlock);
+    pair_gemm(t.acc, dvp, nq, dvp / 16, t.cp, 1, kBlock, t.vp, dvp, (kb + 1) / 2, true);
+  } else {
+    // acc [nq x Dv] += C V: C read transposed out of C^T (query i at column i, key j at row j).
+    sdpa::gemm(t.acc, dvp, nq, dvp / 16, t.st, 1, kBlock, t.vf, dvp, kb, true);
+  }
+}
+
+// The ceiling a forward's products run against: bf16_dot where they run on pairs.
+inline std::string compute_unit(const Problem& p, const DeviceRuntime&) {
+  return p.dtype == DType::bf16 && has_native_bf16 ? "bf16_dot" : "f32_fma";
 }
 
 // Every problem mlstm_desc accepts runs (any strides and sizes); dtype and device are checked
