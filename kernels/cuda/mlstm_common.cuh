@@ -71,10 +71,10 @@ struct MlstmArgs {
   float* sigma = nullptr;               // kModeDel: [B, NH, S]
 };
 
-// sigma of a row from the chunk-stabilised row sum den and m_comb (the comparison |rowsum| vs
-// exp(-m) of the parallel form is the same after both sides are scaled by E > 0).
-__device__ __forceinline__ float row_sigma(float den, float mcomb) {
-  const float a = fabsf(den), e = expf(-mcomb);
+// sigma of a row from the chunk-stabilised row sum den and emc = exp(-m_comb) (the comparison
+// |rowsum| vs exp(-m) of the parallel form is the same after both sides are scaled by E > 0).
+__device__ __forceinline__ float row_sigma(float den, float emc) {
+  const float a = fabsf(den), e = emc;
   const float sgn = den > 0.f ? 1.f : den < 0.f ? -1.f : 0.f;
   return a > e ? sgn : a < e ? 0.f : 0.5f * sgn;
 }
@@ -84,33 +84,47 @@ inline constexpr float kNegInf = -INFINITY;
 // logsigmoid(x) = min(x, 0) - log1p(exp(-|x|)): no overflow for any x, accurate near 0.
 __device__ __forceinline__ float log_sigmoid(float x) { return fminf(x, 0.f) - log1pf(expf(-fabsf(x))); }
 
-// Inclusive warp scans (sum, max) over the lanes in lane order.
-__device__ __forceinline__ float warp_scan_sum(float x, int lane) {
+// Inclusive warp scans (sum, max) over the lanes in lane order (float or double).
+template <typename V>
+__device__ __forceinline__ V warp_scan_sum(V x, int lane) {
 #pragma unroll
   for (int off = 1; off < 32; off *= 2) {
-    const float y = __shfl_up_sync(0xffffffffu, x, off);
+    const V y = __shfl_up_sync(0xffffffffu, x, off);
     if (lane >= off) x += y;
   }
   return x;
 }
-__device__ __forceinline__ float warp_scan_max(float x, int lane) {
+template <typename V>
+__device__ __forceinline__ V warp_scan_max(V x, int lane) {
 #pragma unroll
   for (int off = 1; off < 32; off *= 2) {
-    const float y = __shfl_up_sync(0xffffffffu, x, off);
-    if (lane >= off) x = fmaxf(x, y);
+    const V y = __shfl_up_sync(0xffffffffu, x, off);
+    if (lane >= off) x = fmax(x, y);
   }
   return x;
 }
 
+// logsigmoid in float64 (the gate pre-pass, below).
+__device__ __forceinline__ double log_sigmoid_d(double x) { return fmin(x, 0.0) - log1p(exp(-fabs(x))); }
+
 // The gates of one tile of L positions (above), as the kernels read them from shared memory.
+// The pre-pass runs in float64 (b, a, the prefix maxima, the stabilisers and every exponent and
+// exp below), then rounds each value once: with forget gates near 0 a tile's b reaches -1e2..-1e3
+// (an f32 ulp of 1e-5..1e-4), and m = b + mm formed in f32 would lose what the f32 fixtures'
+// bound on m, n and h allows (docs/numerics.md, "mLSTM"). a and mm are kept as hi + lo floats so
+// that a score's exponent a[u] - mm[p] = (a_hi - mm_hi) + (a_lo - mm_lo) is accurate to its own
+// ulp, not to a's (the f32 kernel uses both parts; the tensor-core kernels the hi parts).
 template <int L>
 struct TileGates {
   float a[L];      // i - b; -inf past the sequence
+  float a_lo[L];   // a - a_hi (0 past the sequence)
   float mm[L];     // chunkwise stabiliser (tile-local part)
+  float mm_lo[L];  // mm - mm_hi
   float inter[L];  // exp(m_prev - mm): weight of the state before the tile
-  float mcomb[L];  // b + mm: the package's row stabiliser m_comb
+  float emc[L];    // exp(-m_comb), m_comb = b + mm: the package's row stabiliser
   float abar[L];   // exp(a - mm[L-1]): weight of key u in the state after the tile
   float mpar[L];   // parallel form: its m (b + mmp)
+  float epar[L];   // parallel form: exp(-m)
   float epsf[L];   // parallel form: 1 / E = exp(mmp - mm), the factor on eps
   float gl;        // exp(m_prev - mm[L-1]): the decay of the state over the tile
 };
@@ -133,48 +147,57 @@ __device__ __forceinline__ void load_gate_regs(GateRegs<L>& r, const float* ig, 
   }
 }
 
+// float64 -> hi + lo floats (lo = 0 where hi is infinite).
+__device__ __forceinline__ void split_d(double x, float& hi, float& lo) {
+  hi = static_cast<float>(x);
+  lo = fabsf(hi) == INFINITY ? 0.f : static_cast<float>(x - static_cast<double>(hi));
+}
+
 // One warp turns a tile's raw gates into TileGates and advances the stabilisers m_prev (the
-// chunkwise one) and r_prev (the parallel form's), which every lane holds. Positions past the
-// sequence (t0 + p >= s) add nothing to b and have a = -inf, so the weights of their keys are 0.
+// chunkwise one) and r_prev (the parallel form's), which every lane holds in float64. Positions
+// past the sequence (t0 + p >= s) add nothing to b and have a = -inf, so the weights of their
+// keys are 0.
 template <int L>
 __device__ __forceinline__ void prep_gates(TileGates<L>& gt, const GateRegs<L>& r, int t0, int s, int lane,
-                                           float& m_prev, float& r_prev) {
-  float carry_b = 0.f, carry_a = kNegInf;
-  float mm_last = 0.f, mmp_last = 0.f, b_last = 0.f;
+                                           double& m_prev, double& r_prev) {
+  const double ninf = -static_cast<double>(INFINITY);
+  double carry_b = 0.0, carry_a = ninf;
+  double mm_last = 0.0, mmp_last = 0.0, b_last = 0.0;
+  double av[L / 32];
 #pragma unroll
   for (int j = 0; j < L / 32; ++j) {
     const int p = lane + 32 * j;
     const bool valid = t0 + p < s;
-    const float ls = valid ? log_sigmoid(r.f[j]) : 0.f;
-    const float b = warp_scan_sum(ls, lane) + carry_b;
-    const float a = valid ? r.i[j] - b : kNegInf;
-    const float amax = fmaxf(warp_scan_max(a, lane), carry_a);
+    const double ls = valid ? log_sigmoid_d(static_cast<double>(r.f[j])) : 0.0;
+    const double b = warp_scan_sum(ls, lane) + carry_b;
+    const double a = valid ? static_cast<double>(r.i[j]) - b : ninf;
+    const double amax = fmax(warp_scan_max(a, lane), carry_a);
     carry_b = __shfl_sync(0xffffffffu, b, 31);
     carry_a = __shfl_sync(0xffffffffu, amax, 31);
-    const float mm = fmaxf(m_prev, amax);
-    const float mmp = fmaxf(r_prev, amax);
-    gt.a[p] = a;
-    gt.mm[p] = mm;
-    gt.inter[p] = expf(m_prev - mm);
-    gt.mcomb[p] = b + mm;
-    gt.mpar[p] = b + mmp;
-    gt.epsf[p] = mmp == kNegInf ? 0.f : expf(mmp - mm);
+    const double mm = fmax(m_prev, amax);
+    const double mmp = fmax(r_prev, amax);
+    av[j] = a;
+    split_d(a, gt.a[p], gt.a_lo[p]);
+    split_d(mm, gt.mm[p], gt.mm_lo[p]);
+    gt.inter[p] = static_cast<float>(exp(m_prev - mm));
+    gt.emc[p] = static_cast<float>(exp(-(b + mm)));
+    gt.mpar[p] = static_cast<float>(b + mmp);
+    gt.epar[p] = static_cast<float>(exp(-(b + mmp)));
+    gt.epsf[p] = mmp == ninf ? 0.f : static_cast<float>(exp(mmp - mm));
     mm_last = __shfl_sync(0xffffffffu, mm, 31);
     mmp_last = __shfl_sync(0xffffffffu, mmp, 31);
     b_last = carry_b;
   }
 #pragma unroll
-  for (int j = 0; j < L / 32; ++j) {
-    const int p = lane + 32 * j;
-    gt.abar[p] = expf(gt.a[p] - mm_last);  // own lane's writes above: no barrier needed
-  }
-  if (lane == 0) gt.gl = expf(m_prev - mm_last);
+  for (int j = 0; j < L / 32; ++j) gt.abar[lane + 32 * j] = static_cast<float>(exp(av[j] - mm_last));
+  if (lane == 0) gt.gl = static_cast<float>(exp(m_prev - mm_last));
   m_prev = b_last + mm_last;
   r_prev = b_last + mmp_last;
 }
 
-// h's normaliser of a row: max(|den|, exp(-m_comb)) (the package's n of the chunkwise form).
-__device__ __forceinline__ float row_norm(float den, float mcomb) { return fmaxf(fabsf(den), expf(-mcomb)); }
+// h's normaliser of a row: max(|den|, exp(-m_comb)) (the package's n of the chunkwise form),
+// from emc = exp(-m_comb).
+__device__ __forceinline__ float row_norm(float den, float emc) { return fmaxf(fabsf(den), emc); }
 
 // ---------------------------------------------------------------------------------------------
 // Host side.

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
 
   for (int idx = threadIdx.x; idx < dqk * DVT; idx += kFmaThreads) c_s[idx] = 0.f;
   for (int d = threadIdx.x; d < dqk; d += kFmaThreads) n_s[d] = 0.f;
-  float m_prev = 0.f, r_prev = kNegInf;  // warp 0's
+  double m_prev = 0.0, r_prev = -static_cast<double>(INFINITY);  // warp 0's
   const int n_tiles = (p.s + L - 1) / L;
   const int cols = min(DVT, p.dv - dv0);
 
@@ -100,7 +100,11 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
       float dot = 0.f;
       if (lane <= r) {
         for (int e = 0; e < dqk; ++e) dot = fmaf(q_s[r * ld + e], k_s[lane * ld + e], dot);
-        dot *= p.scale * expf(gt.a[lane] - gt.mm[r]);
+        // D from the hi + lo parts by a float64 exp, rounded once: h's normaliser can be a small
+        // difference of the row's terms, and a few ulps of D move h by more than the f32 bound.
+        const double x = (static_cast<double>(gt.a[lane]) + gt.a_lo[lane]) -
+                         (static_cast<double>(gt.mm[r]) + gt.mm_lo[r]);
+        dot *= p.scale * static_cast<float>(exp(x));
       }
       p_s[r * (L + 1) + lane] = dot;
     }
@@ -123,7 +127,7 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
       for (int u = 0; u <= r; ++u) acc = fmaf(p_s[r * (L + 1) + u], v_s[u * DVT + lane], acc);
       const int row = t0 + r;
       if (row < p.s) {
-        const float nrm = row_norm(den, gt.mcomb[r]);
+        const float nrm = row_norm(den, gt.emc[r]);
         const float y = acc / (nrm + (kParallel ? p.eps * gt.epsf[r] : p.eps));
         if constexpr (kMode == kModeDel) {
           // mlstm_bwd: this block's share of dh . h for the row (rows are warp-uniform), and sigma.
@@ -135,7 +139,7 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
           if (lane == 0) {
             const int64_t at = static_cast<int64_t>(bh) * p.s + row;
             p.dh_dot[at * dv_tiles + dvt] = dot;
-            if (dvt == 0) p.sigma[at] = row_sigma(den, gt.mcomb[r]);
+            if (dvt == 0) p.sigma[at] = row_sigma(den, gt.emc[r]);
           }
         } else if (lane < cols) {
           p.h.head<T>(b, h)[static_cast<int64_t>(row) * p.h.ss + static_cast<int64_t>(dv0 + lane) * p.h.se] =
@@ -144,7 +148,8 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
         if constexpr (kMode == kModeParallel) {
           if (lane == 0 && dvt == 0) {
             const float ef = gt.epsf[r];
-            p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] = ef > 0.f ? nrm / ef : INFINITY;
+            p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] =
+                ef > 0.f ? fmaxf(fabsf(den) / ef, gt.epar[r]) : INFINITY;
             p.m_out.head<float>(b, h)[static_cast<int64_t>(row) * p.m_out.ss] = gt.mpar[r];
           }
         }
@@ -176,7 +181,7 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
     if (dvt == 0) {
       float* ng = p.n_last.head<float>(b, h);
       for (int d = threadIdx.x; d < dqk; d += kFmaThreads) ng[static_cast<int64_t>(d) * p.n_last.ss] = n_s[d];
-      if (threadIdx.x == 0) *p.m_last.head<float>(b, h) = m_prev;
+      if (threadIdx.x == 0) *p.m_last.head<float>(b, h) = static_cast<float>(m_prev);
     }
   }
 }

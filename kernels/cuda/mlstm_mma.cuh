@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
   for (int d = threadIdx.x; d < DQK; d += kMmaThreads) n_s[d] = 0.f;
 
   // Warp 0 owns the stabilisers and prepares each tile's gates one tile ahead.
-  float m_prev = 0.f, r_prev = kNegInf;
+  double m_prev = 0.0, r_prev = -static_cast<double>(INFINITY);
   GateRegs<L> gr;
   if (warp == 0) {
     load_gate_regs<L>(gr, ig, fg, p.i.ss, p.f.ss, 0, p.s, lane);
@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       for (int r = 0; r < 2; ++r) {
         const int row = t0 + rl[r];
         const bool in = row < p.s;
-        const float nrm = row_norm(den[r], gt.mcomb[rl[r]]);
+        const float nrm = row_norm(den[r], gt.emc[rl[r]]);
         const float inv = 1.f / (nrm + p.eps * gt.epsf[rl[r]]);
         float dot = 0.f;
         if (in) {
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
         if (in && t == 0) {
           const int64_t at = static_cast<int64_t>(bh) * p.s + row;
           p.dh_dot[at * dv_tiles + dvt] = dot;
-          if (dvt == 0) p.sigma[at] = row_sigma(den[r], gt.mcomb[rl[r]]);
+          if (dvt == 0) p.sigma[at] = row_sigma(den[r], gt.emc[rl[r]]);
         }
       }
     }
@@ -346,7 +346,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
     for (int r = 0; r < (kMode == kModeDel ? 0 : 2); ++r) {
       const int row = t0 + rl[r];
       if (row >= p.s) continue;
-      const float nrm = row_norm(den[r], gt.mcomb[rl[r]]);
+      const float nrm = row_norm(den[r], gt.emc[rl[r]]);
       const float inv = 1.f / (nrm + (kParallel ? p.eps * gt.epsf[rl[r]] : p.eps));
       T* hrow = hg + static_cast<int64_t>(row) * p.h.ss;
 #pragma unroll
@@ -363,7 +363,8 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       if constexpr (kMode == kModeParallel) {
         if (t == 0 && dvt == 0) {
           const float ef = gt.epsf[rl[r]];
-          p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] = ef > 0.f ? nrm / ef : INFINITY;
+          p.n_out.head<float>(b, h)[static_cast<int64_t>(row) * p.n_out.ss] =
+              ef > 0.f ? fmaxf(fabsf(den[r]) / ef, gt.epar[rl[r]]) : INFINITY;
           p.m_out.head<float>(b, h)[static_cast<int64_t>(row) * p.m_out.ss] = gt.mpar[rl[r]];
         }
       }
@@ -457,7 +458,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       __syncthreads();  // n's last update by other threads
       float* ng = p.n_last.head<float>(b, h);
       for (int d = threadIdx.x; d < DQK; d += kMmaThreads) ng[static_cast<int64_t>(d) * p.n_last.ss] = n_s[d];
-      if (threadIdx.x == 0) *p.m_last.head<float>(b, h) = m_prev;
+      if (threadIdx.x == 0) *p.m_last.head<float>(b, h) = static_cast<float>(m_prev);
     }
   }
 }

@@ -26,17 +26,22 @@ struct StepArgs {
 };
 
 struct StepGates {
-  float m_new, a, b;
+  float m_new, a, b, em;  // em = exp(-m')
 };
 
+// The gates in float64, each rounded once: h = q C' / q n' is as sensitive to a as to C and n
+// themselves (a few ulps of a move h by as much on the fixtures), so a, b and exp(-m') are
+// correctly rounded rather than f32 expressions of f32 exps.
 __device__ __forceinline__ StepGates step_gates(const StepArgs& p, int b, int h) {
-  const float lf = log_sigmoid(*p.f.head<const float>(b, h));
-  const float m = *p.m.head<const float>(b, h);
-  const float ig = *p.i.head<const float>(b, h);
+  const double lf = log_sigmoid_d(*p.f.head<const float>(b, h));
+  const double m = *p.m.head<const float>(b, h);
+  const double ig = *p.i.head<const float>(b, h);
+  const double mn = fmax(lf + m, ig);
   StepGates g;
-  g.m_new = fmaxf(lf + m, ig);
-  g.a = expf(lf + m - g.m_new);
-  g.b = expf(ig - g.m_new);
+  g.m_new = static_cast<float>(mn);
+  g.a = static_cast<float>(exp(lf + m - mn));
+  g.b = static_cast<float>(exp(ig - mn));
+  g.em = static_cast<float>(exp(-mn));
   return g;
 }
 
@@ -108,7 +113,7 @@ __global__ void __launch_bounds__(kStepThreads) mlstm_step_kernel(const StepArgs
     float s = red[0][x];
 #pragma unroll
     for (int r = 1; r < kStepGroups; ++r) s += red[r][x];
-    const float nrm = fmaxf(fabsf(qn), expf(-g.m_new));
+    const float nrm = fmaxf(fabsf(qn), g.em);
     p.h.head<T>(b, h)[static_cast<int64_t>(j) * p.h.ss] = from_float<T>(s / (nrm + p.eps));
   }
   if (kWriteNM && dvt == 0 && threadIdx.x == 0) *p.m_new.head<float>(b, h) = g.m_new;
