@@ -1,6 +1,7 @@
 // kv_cache in float64, one (sequence, query head) at a time: the token's k and v are stored
 // into the caches first (store_cache_row), then the query reads every position 0..pos[b] of its
-// kv head back from the cache (decoded exactly, e4m3 times its scale), its scores, softmax and
+// kv head back from the cache (decoded exactly, e4m3 times its scale), its scores (capped with
+// softcap=), softmax over the window's positions (window=: pos[b] - W + 1 .. pos[b]) and
 // weighted sum of the values in float64.
 #include "reference/kv_cache.h"
 
@@ -121,26 +122,28 @@ Status for_each_query(const Operands& x, bool stored, Fn fn) {
   return Status::ok();
 }
 
-// Softmax probabilities of one query over n keys, and sum_j p_j scale sum_e |q_e k_je|.
-double probabilities(const ops::KvCacheDesc& d, const double* q, const std::vector<double>& keys, int64_t n,
-                     std::vector<double>& p) {
+// Softmax probabilities of one query over keys lo..n-1 (p_j = 0 below lo: outside the window),
+// the scores capped (c tanh(s / c)) where softcap is set, and sum_j p_j scale sum_e |q_e k_je|.
+double probabilities(const ops::KvCacheDesc& d, const double* q, const std::vector<double>& keys, int64_t lo,
+                     int64_t n, std::vector<double>& p) {
   p.assign(n, 0.0);
   std::vector<double> abs_dot(n);
   double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = lo; j < n; ++j) {
     double dot = 0, dot_abs = 0;
     for (int64_t e = 0; e < d.d; ++e) {
       dot += q[e] * keys[j * d.d + e];
       dot_abs += std::fabs(q[e] * keys[j * d.d + e]);
     }
     p[j] = d.scale * dot;
+    if (d.softcap > 0) p[j] = d.softcap * std::tanh(p[j] / d.softcap);
     abs_dot[j] = d.scale * dot_abs;
     m = std::max(m, p[j]);
   }
   double l = 0;
-  for (int64_t j = 0; j < n; ++j) l += (p[j] = std::exp(p[j] - m));
+  for (int64_t j = lo; j < n; ++j) l += (p[j] = std::exp(p[j] - m));
   double score_abs = 0;
-  for (int64_t j = 0; j < n; ++j) score_abs += (p[j] /= l) * abs_dot[j];
+  for (int64_t j = lo; j < n; ++j) score_abs += (p[j] /= l) * abs_dot[j];
   return score_abs;
 }
 
@@ -185,10 +188,11 @@ Status kv_cache(const Problem& problem, const std::vector<Tensor>& inputs, std::
   return for_each_query(*x, true, [&](int64_t b, int64_t h, const std::vector<double>& keys,
                                       const std::vector<double>& values, int64_t n) {
     const int64_t r = b * d.heads + h;
-    probabilities(d, x->q.data() + r * d.d, keys, n, p);
+    const int64_t lo = d.first(n - 1);
+    probabilities(d, x->q.data() + r * d.d, keys, lo, n, p);
     double* out = *o + r * d.d;
     std::fill(out, out + d.d, 0.0);
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = lo; j < n; ++j)
       for (int64_t e = 0; e < d.d; ++e) out[e] += p[j] * values[j * d.d + e];
   });
 }
@@ -202,14 +206,15 @@ Result<std::vector<OutputBound>> kv_cache_bounds(const Problem& problem, const s
   std::vector<double> p, mag(d.d);
   DNNB_TRY(for_each_query(*x, false, [&](int64_t b, int64_t h, const std::vector<double>& keys,
                                          const std::vector<double>& values, int64_t n) {
-    score_abs = std::max(score_abs, probabilities(d, x->q.data() + (b * d.heads + h) * d.d, keys, n, p));
-    longest = std::max(longest, n);
+    const int64_t lo = d.first(n - 1);
+    score_abs = std::max(score_abs, probabilities(d, x->q.data() + (b * d.heads + h) * d.d, keys, lo, n, p));
+    longest = std::max(longest, n - lo);
     std::fill(mag.begin(), mag.end(), 0.0);
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = lo; j < n; ++j)
       for (int64_t e = 0; e < d.d; ++e) mag[e] += p[j] * std::fabs(values[j * d.d + e]);
     for (double m : mag) o_mag = std::max(o_mag, m);
   }));
-  return std::vector<OutputBound>{attention_output_bound(d.dtype, d.d, longest, 0, score_abs, o_mag)};
+  return std::vector<OutputBound>{attention_output_bound(d.dtype, d.d, longest, d.softcap, score_abs, o_mag)};
 }
 
 }  // namespace dnnb::reference

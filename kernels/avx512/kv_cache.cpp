@@ -24,6 +24,9 @@
 // (FlashDecoding): each split keeps its own max, sum and O, merged afterwards per head by
 // their logsumexp weights. The split count depends on the problem and the thread count only,
 // so a run repeated on one machine gives the same bits.
+// Gemma 2's attention (softcap=, window=): the block's scores are capped in f32 (c tanh(s / c))
+// before the softmax, and a task's positions start at the window's first (pos[b] - W + 1);
+// without them the kernel runs as above.
 // Head dims must be multiples of 16 (no masked column tail): others are unsupported.
 #include <cmath>
 #include <limits>
@@ -263,6 +266,14 @@ DNNB_AVX512_INLINE void block_softmax(float* s, int64_t nb, float* m, float* lsu
   *m = m_new;
 }
 
+// Gemma 2's softcap on the block's scores of G heads: s -> c tanh(s / c), in f32 (lanes past
+// the block's end are capped too and masked by block_softmax as before).
+DNNB_AVX512_INLINE void cap_scores(float* s, int64_t G, float cap) {
+  const __m512 c = _mm512_set1_ps(cap), inv = _mm512_set1_ps(1.0f / cap);
+  for (int64_t i = 0; i < G * kBlock; i += 16)
+    _mm512_store_ps(s + i, _mm512_mul_ps(c, tanh_ps(_mm512_mul_ps(_mm512_load_ps(s + i), inv))));
+}
+
 // One task: positions [j0, j1) of (b, g) for all G heads of the group. DotBf16: the scores
 // by block_scores_bf16 (bf16 queries and cache); else q is scaled f32 in the decoder's order.
 template <class Fmt, class Cache, bool DotBf16>
@@ -305,6 +316,7 @@ DNNB_AVX512 void attend_task(Plan& p, const Task& t) {
       }
       h += hb;
     }
+    if (d.softcap > 0) cap_scores(x.s, G, static_cast<float>(d.softcap));
     for (int64_t h = 0; h < G; ++h) block_softmax(x.s + h * kBlock, nb, x.m + h, x.lsum + h * 16, x.alpha + h);
     for (int64_t h = 0; h < G;) {
       const int hb = pass_heads(G - h);
@@ -376,7 +388,7 @@ void plan_tasks(Plan& p) {
   int64_t slots = 0;
   for (int64_t b = 0; b < d.batch; ++b)
     for (int64_t g = 0; g < d.kv_heads; ++g) {
-      const int64_t n = p.pos[b] + 1;
+      const int64_t lo = d.first(p.pos[b]), n = p.pos[b] + 1 - lo;  // positions lo .. pos[b]
       const int64_t splits = std::clamp<int64_t>((n + kMinSplit - 1) / kMinSplit, 1, wanted);
       // Split lengths in whole blocks, so that only the last split ends mid-block.
       const int64_t len = (n + splits * kBlock - 1) / (splits * kBlock) * kBlock;
@@ -384,7 +396,7 @@ void plan_tasks(Plan& p) {
       p.first_task.push_back(static_cast<int64_t>(p.tasks.size()));
       p.splits.push_back(made);
       for (int64_t s = 0; s < made; ++s)
-        p.tasks.push_back({b, g, s * len, std::min(n, (s + 1) * len), made > 1 ? slots++ : -1});
+        p.tasks.push_back({b, g, lo + s * len, lo + std::min(n, (s + 1) * len), made > 1 ? slots++ : -1});
     }
   p.partial.assign(static_cast<size_t>(slots * d.group() * p.partial_stride()), 0.0f);
 }

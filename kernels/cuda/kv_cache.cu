@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kThreads) kv_decode_mma_kernel(const KvArgs a)
       tile_scores<T, kF8, D, false>(s, klo, khi, qb);
     }
 #pragma unroll
-    for (int k = 0; k < 4; ++k) s[k] *= sl2;
+    for (int k = 0; k < 4; ++k) s[k] = cap_score(a, s[k] * sl2);
     if (partial) {
       if (p0 + g > last) s[0] = s[1] = -INFINITY;
       if (p0 + g + 8 > last) s[2] = s[3] = -INFINITY;
@@ -526,6 +526,8 @@ Status run_kv_cache(OpCall& call) {
   a.chunk = plan->chunk;
   a.lane_shift = plan->lane_shift;
   a.scale_log2e = static_cast<float>(d->scale * 1.4426950408889634);
+  a.cap_log2e = static_cast<float>(d->softcap * 1.4426950408889634);
+  a.window = d->window > INT_MAX ? 0 : static_cast<int>(d->window);  // a window past 2^31 positions covers them all
   const cudaStream_t stream = (*device)->stream();
   plan->decode<<<static_cast<unsigned>(plan->blocks), kThreads, 0, stream>>>(a);
   DNNB_CUDA_CHECK_LAUNCH();

@@ -4,7 +4,7 @@
 //
 // One decode launch does the step: a block per (sequence b, kv head g, head chunk, split) reads
 // positions [lo, hi) of its sequence's caches (hi <= pos[b] + 1, so no position past the length
-// is ever read) for up to 8 query heads of the group at once, each key and value row read once
+// is ever read; with window=, lo >= pos[b] - window + 1) for up to 8 query heads of the group at once, each key and value row read once
 // for all of them. The block whose range holds pos[b] first writes the token's k and v rows into
 // both caches (store_token: the exact rounding of each cache format) and passes a barrier, so its
 // own reads of that row see the stored value. Each warp keeps an online softmax (max, sum,
@@ -55,7 +55,15 @@ struct KvArgs {
   int splits, chunk;             // position ranges per sequence and their length
   int lane_shift;                // fma kernel: log2 of the lanes per cache row
   float scale_log2e;             // score scale times log2(e)
+  float cap_log2e;               // softcap= times log2(e); 0: no softcap
+  int window;                    // window=: positions > pos - window only; 0: all
 };
+
+// A score in the log2 domain (s log2e) capped as Gemma 2's attention caps s (c tanh(s / c)):
+// (c log2e) tanh(s log2e / (c log2e)). Applied before the masking of positions past the range.
+__device__ __forceinline__ float cap_score(const KvArgs& a, float s) {
+  return a.cap_log2e > 0.f ? a.cap_log2e * tanhf(s / a.cap_log2e) : s;
+}
 
 // What one block does.
 struct Work {
@@ -81,9 +89,11 @@ __device__ __forceinline__ Work work_of(const KvArgs& a) {
   // not write out of bounds: nothing is stored and the reads stop at the capacity.
   const bool inside = w.pos >= 0 && w.pos < a.capacity;
   const int n = w.pos < 0 ? 0 : (inside ? w.pos + 1 : a.capacity);
-  w.lo = w.split * a.chunk;
-  w.hi = min(w.lo + a.chunk, n);
-  w.store = inside && w.pos >= w.lo && w.pos - w.lo < a.chunk;
+  const int start = w.split * a.chunk;
+  const int first = a.window > 0 && inside ? max(w.pos - a.window + 1, 0) : 0;  // the sliding window
+  w.lo = max(start, first);  // a split wholly before the window reads nothing (an empty range)
+  w.hi = min(start + a.chunk, n);
+  w.store = inside && w.pos >= start && w.pos - start < a.chunk;
   return w;
 }
 
@@ -416,7 +426,7 @@ __global__ void __launch_bounds__(kThreads) kv_decode_fma_kernel(const KvArgs a)
 #pragma unroll
       for (int hh = 0; hh < GT; ++hh) {
         for (int o = 1; o < lanes; o <<= 1) s[u][hh] += __shfl_xor_sync(0xffffffffu, s[u][hh], o);
-        s[u][hh] = valid[u] ? s[u][hh] * sl2 : -INFINITY;
+        s[u][hh] = valid[u] ? cap_score(a, s[u][hh] * sl2) : -INFINITY;
       }
     float pw[N][GT];
 #pragma unroll

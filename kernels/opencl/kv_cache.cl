@@ -15,7 +15,9 @@
 // format (-DKV_CACHE_F32, _F16, _BF16, _E4M3 or _Q8_0), KV_D4 (head dim / 4), KV_G (query heads
 // per kv head), KV_TK (keys staged per tile), KV_WG (work-items of kv_decode), KV_HS and KV_KS
 // (kv_decode's accumulate layout, below), KV_HPS (heads per item when scoring), KV_KT4 (float4 of
-// the key tile, also the scratch of the final reduction when KV_KS > 1). f32 division must be correctly rounded
+// the key tile, also the scratch of the final reduction when KV_KS > 1), KV_SOFTCAP (Gemma 2's
+// softcap: scores s -> softcap tanh(s / softcap) before the softmax; kv_dims.window is the
+// sliding window: positions before pos[b] - window + 1 are not read). f32 division must be correctly rounded
 // (-cl-fp32-correctly-rounded-divide-sqrt; the host refuses f8_e4m3fn and q8_0 caches otherwise).
 #if !defined(KV_D4) || !defined(KV_G) || !defined(KV_TK) || !defined(KV_WG) || !defined(KV_HS) || \
     !defined(KV_KS) || !defined(KV_HPS) || !defined(KV_KT4)
@@ -37,7 +39,11 @@ typedef struct {
 // The problem and the split of positions. Host: ClKvDims.
 typedef struct {
   long batch, heads, kv_heads, capacity, splits, split_len;
+  long window;  // > 0: a query at p reads positions p - window + 1 .. p only
 } kv_dims;
+
+// The first position the query at p reads (Gemma 2's sliding window; 0 without one).
+inline long kv_first(kv_dims dm, long p) { return dm.window > 0 ? max(p - dm.window + 1, 0L) : 0L; }
 
 // ---- storing: f32 to a narrower float, round to nearest even ------------------------------
 // core/dtype.cpp encode_narrow_float in integers: |value| = significand x 2^(exponent - 23)
@@ -212,7 +218,7 @@ kernel __attribute__((reqd_work_group_size(KV_WG, 1, 1))) void kv_decode(
     const global dnnb_t* q, kv_view qv, const global int* pos, long pos_offset, long pos_stride,
     const global uchar* k_cache, long kc_offset, const global uchar* v_cache, long vc_offset,
     const global float* k_scale, long ks_offset, const global float* v_scale, long vs_offset, global float* ws,
-    kv_dims dm, float scale) {
+    kv_dims dm, float scale, float softcap) {
   local float4 q_loc[KV_G * KV_D4];
   local float4 k_tile[KV_KT4];
   local float s_tile[KV_G * KV_TK];
@@ -223,9 +229,9 @@ kernel __attribute__((reqd_work_group_size(KV_WG, 1, 1))) void kv_decode(
   const long bg = group / dm.splits, s = group - bg * dm.splits;
   const long b = bg / dm.kv_heads, g = bg - b * dm.kv_heads;
   const long p = kv_pos(pos, pos_offset, pos_stride, b);
-  const long begin = s * dm.split_len;
-  if (p < 0 || p >= dm.capacity || begin > p) return;  // the whole group: before any barrier
-  const long end = min(begin + dm.split_len, p + 1);
+  const long begin = max(s * dm.split_len, kv_first(dm, p));  // splits before the window: none
+  if (p < 0 || p >= dm.capacity || begin > p || begin >= (s + 1) * dm.split_len) return;  // before any barrier
+  const long end = min((s + 1) * dm.split_len, p + 1);
 #if defined(KV_CACHE_E4M3)
   const float ksc = k_scale[ks_offset], vsc = v_scale[vs_offset];
 #else
@@ -281,7 +287,11 @@ kernel __attribute__((reqd_work_group_size(KV_WG, 1, 1))) void kv_decode(
       for (int r = 0; r < KV_HPS; ++r) {
         if (h0 + r < KV_G) {
           const float4 t = dot0[r] + dot1[r];
+#if defined(KV_SOFTCAP)
+          s_tile[(h0 + r) * KV_TK + j] = softcap * tanh(scale * ((t.x + t.y) + (t.z + t.w)) / softcap);
+#else
           s_tile[(h0 + r) * KV_TK + j] = scale * ((t.x + t.y) + (t.z + t.w));
+#endif
         }
       }
     }
@@ -375,16 +385,17 @@ kernel void kv_combine(const global int* pos, long pos_offset, long pos_stride, 
     for (int c = lid; c < KV_D4; c += wg) dnnb_store_cols4(o, o_base, ov.se, KV_D, 4 * (long)c, (float4)(NAN));
     return;
   }
-  const long used = (p + dm.split_len) / dm.split_len;  // splits holding positions 0..p
+  const long used = (p + dm.split_len) / dm.split_len;  // splits up to the one holding p
+  const long s0 = kv_first(dm, p) / dm.split_len;        // the first holding a position read
   const global float* ml = ws + 2 * bh * dm.splits;
   const global float* acc = ws + 2 * dm.batch * dm.heads * dm.splits + bh * dm.splits * KV_D;
   float m = -INFINITY;
-  for (long s = 0; s < used; ++s) m = fmax(m, ml[2 * s]);
+  for (long s = s0; s < used; ++s) m = fmax(m, ml[2 * s]);
   float l = 0.0f;
-  for (long s = 0; s < used; ++s) l += ml[2 * s + 1] * exp(ml[2 * s] - m);
+  for (long s = s0; s < used; ++s) l += ml[2 * s + 1] * exp(ml[2 * s] - m);
   for (int c = lid; c < KV_D4; c += wg) {
     float4 sum = (float4)(0.0f);
-    for (long s = 0; s < used; ++s) sum = fma((float4)(exp(ml[2 * s] - m)), vload4(0, acc + s * KV_D + 4 * c), sum);
+    for (long s = s0; s < used; ++s) sum = fma((float4)(exp(ml[2 * s] - m)), vload4(0, acc + s * KV_D + 4 * c), sum);
     dnnb_store_cols4(o, o_base, ov.se, KV_D, 4 * (long)c, sum / l);
   }
 }

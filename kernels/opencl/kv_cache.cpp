@@ -26,8 +26,9 @@ static_assert(sizeof(ClKvView) == 4 * sizeof(cl_long), "ClKvView must match kv_v
 // kv_dims in kv_cache.cl, field for field.
 struct ClKvDims {
   cl_long batch, heads, kv_heads, capacity, splits, split_len;
+  cl_long window;
 };
-static_assert(sizeof(ClKvDims) == 6 * sizeof(cl_long), "ClKvDims must match kv_dims in kv_cache.cl");
+static_assert(sizeof(ClKvDims) == 7 * sizeof(cl_long), "ClKvDims must match kv_dims in kv_cache.cl");
 
 ClKvView kv_view(const Tensor& t) { return ClKvView{t.offset, t.strides[0], t.strides[1], t.strides[2]}; }
 
@@ -198,7 +199,8 @@ Status run_kv_cache(OpCall& call) {
 
   // build_options adds -cl-fp32-correctly-rounded-divide-sqrt where the device has it.
   static const std::string source = program_source({opencl_source::kv_cache});
-  const std::string options = build_options(**device, call.problem.dtype, std::string(cache_flag) + " " + plan->options());
+  const std::string options = build_options(**device, call.problem.dtype, std::string(cache_flag) + " " + plan->options() +
+                                                                             (d->softcap > 0 ? " -DKV_SOFTCAP" : ""));
   auto store = opencl_kernel(**device, "kv_cache", source, "kv_store", options);
   if (!store) return store.status();
   auto decode = opencl_kernel(**device, "kv_cache", source, "kv_decode", options);
@@ -206,7 +208,7 @@ Status run_kv_cache(OpCall& call) {
   auto combine = opencl_kernel(**device, "kv_cache", source, "kv_combine", options);
   if (!combine) return combine.status();
 
-  const ClKvDims dims{d->batch, d->heads, d->kv_heads, d->capacity, plan->splits, plan->split_len};
+  const ClKvDims dims{d->batch, d->heads, d->kv_heads, d->capacity, plan->splits, plan->split_len, d->window};
   const cl_long pos_offset = pos.offset, pos_stride = pos.strides[0];
   const cl_long kc_offset = static_cast<cl_long>(storage_bytes(d->cache, k_cache.offset));
   const cl_long vc_offset = static_cast<cl_long>(storage_bytes(d->cache, v_cache.offset));
@@ -231,7 +233,7 @@ Status run_kv_cache(OpCall& call) {
   decode_args.add(cl_buffer(q)).add(kv_view(q)).add(cl_buffer(pos)).add(pos_offset).add(pos_stride);
   decode_args.add(cl_buffer(k_cache)).add(kc_offset).add(cl_buffer(v_cache)).add(vc_offset);
   decode_args.add(cl_buffer(k_scale)).add(ks_offset).add(cl_buffer(v_scale)).add(vs_offset);
-  decode_args.add(*ws).add(dims).add(static_cast<cl_float>(d->scale));
+  decode_args.add(*ws).add(dims).add(static_cast<cl_float>(d->scale)).add(static_cast<cl_float>(d->softcap));
   DNNB_TRY(decode_args.status());
   const size_t decode_local = static_cast<size_t>(plan->wg);
   auto fits = row_kernel_fits(**device, *decode, decode_local);

@@ -58,8 +58,8 @@ void fill_token(const ops::KvCacheDesc& d, int step, std::vector<Tensor>& inputs
   for (int64_t b = 0; b < d.batch; ++b) pos[b] = static_cast<int32_t>(d.pos0(b) + step);
 }
 
-// The caches: positions below pos0(b) hold normal(0, 1) values stored as the op stores them;
-// the rest NaN. Up to kDistinctRows rows are drawn and repeated through larger caches (bench
+// The caches: positions first(pos0(b)) .. pos0(b) - 1 hold normal(0, 1) values stored as the op
+// stores them; the rest NaN (with a window, also the positions before it that no step reads). Up to kDistinctRows rows are drawn and repeated through larger caches (bench
 // sizes reach gigabytes; the values only need to be ordinary numbers there).
 Status fill_cache(const ops::KvCacheDesc& d, Tensor& cache, float scale, Rng& rng) {
   constexpr int64_t kDistinctRows = 1024;
@@ -79,7 +79,7 @@ Status fill_cache(const ops::KvCacheDesc& d, Tensor& cache, float scale, Rng& rn
   auto* dst = static_cast<unsigned char*>(cache.host_data());
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t b = r / (d.kv_heads * d.capacity), p = r % d.capacity;
-    const int64_t from = p < d.pos0(b) ? r % distinct : distinct;
+    const int64_t from = p < d.pos0(b) && p >= d.first(d.pos0(b)) ? r % distinct : distinct;
     std::memcpy(dst + r * row_bytes, src + from * row_bytes, row_bytes);
   }
   return Status::ok();
@@ -103,7 +103,8 @@ OpSpec make_kv_cache_spec() {
   OpSpec spec = ops::op_spec("3", "kv_cache",
                              "k_cache[b, :, pos[b]] = k[b]; v_cache[b, :, pos[b]] = v[b]; "
                              "F.scaled_dot_product_attention(q[b, :, None], k_cache[b, :, :pos[b]+1], "
-                             "v_cache[b, :, :pos[b]+1], enable_gqa=True)",
+                             "v_cache[b, :, :pos[b]+1], enable_gqa=True) (softcap=, window=: Gemma 2's eager "
+                             "attention on the cache: s -> c tanh(s/c), positions > pos[b] - window)",
                              ops::float_dtypes(), ToleranceClass::attention);
   // Parameters in sorted order (a problem's text round-trips).
   for (const char* cache : {"", "cache=f16,", "cache=bf16,", "cache=f8_e4m3fn,", "cache=q8_0,"})
@@ -115,6 +116,14 @@ OpSpec make_kv_cache_spec() {
   spec.check_problems.push_back("5x4x17x96:cache=q8_0,kv=1");                      // 3 blocks a row
   spec.check_problems.push_back("2x4x24x64:cache=bf16,kv=2,layout=padded");        // q's rows padded
   spec.check_problems.push_back("2x4x24x64:kv=2,layout=transposed");               // q [B, D, H] in memory
+  // Gemma 2's attention: softcap and sliding window (positions before the window hold NaN).
+  spec.check_problems.push_back("3x4x40x64:kv=2,softcap=50,window=16");  // windows cut 38 and 19, not 1
+  spec.check_problems.push_back("2x8x300x256:cache=bf16,kv=4,scale=0.0625,softcap=50,steps=2,window=64");
+  spec.check_problems.push_back("4x8x1100x128:cache=f16,kv=2,lens=full,softcap=30,steps=2,window=600");  // splits
+  spec.check_problems.push_back("2x8x300x128:cache=f8_e4m3fn,kv=1,softcap=50,steps=2,window=100");
+  spec.check_problems.push_back("5x4x17x96:cache=q8_0,kv=1,window=5");
+  spec.check_problems.push_back("3x4x20x32:kv=2,window=1");                  // its own token only
+  spec.check_problems.push_back("2x4x50x64:kv=1,scale=1,softcap=5");        // scores far past the cap
   // Decode as served (Llama 3 8B's 32 query and 8 kv heads, D 128), full contexts.
   for (const char* cache : {"bf16", "f8_e4m3fn", "q8_0"}) {
     spec.bench_problems.push_back(ProblemText(std::string("16x32x32768x128:cache=") + cache + ",kv=8,lens=full,steps=1", {DType::bf16}));

@@ -16,12 +16,12 @@ int64_t KvCacheDesc::pos0(int64_t b) const {
 
 int64_t KvCacheDesc::step0_positions() const {
   int64_t n = 0;
-  for (int64_t b = 0; b < batch; ++b) n += pos0(b) + 1;
+  for (int64_t b = 0; b < batch; ++b) n += pos0(b) + 1 - first(pos0(b));
   return n;
 }
 
 const std::vector<std::string>& kv_cache_param_keys() {
-  static const std::vector<std::string> keys = {"kv", "cache", "steps", "lens", "scale"};
+  static const std::vector<std::string> keys = {"kv", "cache", "steps", "lens", "scale", "softcap", "window"};
   return keys;
 }
 
@@ -70,6 +70,19 @@ Result<KvCacheDesc> kv_cache_desc(const Problem& p) {
     if (!s || !std::isfinite(*s) || *s <= 0)
       return Status::bad_input(p.op + ": parameter scale=" + p.get("scale") + " is not a positive number");
     d.scale = *s;
+  }
+  if (p.has("softcap")) {
+    auto c = p.get_double("softcap", 0);
+    if (!c || !std::isfinite(*c) || *c <= 0)
+      return Status::bad_input(p.op + ": parameter softcap=" + p.get("softcap") + " is not a positive number");
+    d.softcap = *c;
+  }
+  if (p.has("window")) {
+    auto w = p.get_int("window", 0);
+    if (!w) return Status::bad_input(p.op + ": " + w.status().message);
+    if (*w < 1)
+      return Status::bad_input(p.op + ": parameter window=" + p.get("window") + " is not a positive number of positions");
+    d.window = *w;
   }
   return d;
 }

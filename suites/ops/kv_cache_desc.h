@@ -38,6 +38,8 @@ struct KvCacheDesc {
   int steps = 3;                               // decode steps a check runs
   bool ragged = true;                          // sequences of different lengths (lens=ragged)
   double scale = 1;                            // score scale, default 1 / sqrt(D)
+  double softcap = 0;                          // > 0: scores s -> softcap tanh(s / softcap)
+  int64_t window = 0;                          // > 0: only positions > pos[b] - window are read
 
   int64_t group() const { return heads / kv_heads; }
   bool scaled() const { return cache == DType::f8_e4m3fn; }  // k_scale and v_scale inputs
@@ -45,12 +47,17 @@ struct KvCacheDesc {
   // sequence's cache holds C - steps positions before the first step and the others spread
   // down to the last one, whose cache is empty; full: every sequence holds C - steps.
   int64_t pos0(int64_t b) const;
-  // Positions read at step 0 over the whole batch: sum of (pos0(b) + 1).
+  // The first position a query at position p reads: 0, or p - window + 1 with a window.
+  int64_t first(int64_t p) const { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
+  // Positions read at step 0 over the whole batch: sum of (pos0(b) + 1 - first(pos0(b))).
   int64_t step0_positions() const;
 };
 
 // Params: kv=<KV heads> (default H), cache=f32|f16|bf16|f8_e4m3fn|q8_0 (default the problem
-// dtype), steps=<n> (default 3, at most C), lens=ragged|full (default ragged), scale=<s>.
+// dtype), steps=<n> (default 3, at most C), lens=ragged|full (default ragged), scale=<s>,
+// softcap=<c> (Gemma 2's attention softcap: scores s -> c tanh(s / c), after the scale),
+// window=<W> (Gemma 2's sliding window: the query at pos[b] reads positions pos[b] - W + 1 ..
+// pos[b] only; the store is unchanged).
 // q8_0 needs D a multiple of 32.
 Result<KvCacheDesc> kv_cache_desc(const Problem& problem);
 const std::vector<std::string>& kv_cache_param_keys();
