@@ -22,6 +22,9 @@
 //   5. per head: di, dc, df.
 // Blocks below the diagonal factor D = e^(a[s] - R) e^(R - M[t]) (R the key block's max of a,
 // both factors <= 1); those whose every query factor is below e^-104 are skipped.
+// For bf16 on a CPU with AVX512_BF16, S and dC (products of stored bf16 operands, exact in f32)
+// run on VDPBF16PS pairs (mlstm_bf16.h); dq, dk and dv, whose left operands are f32 (dS, C~),
+// stay on f32 FMAs.
 #include <vector>
 
 #include "kernels/avx512/mlstm_tile.h"
@@ -49,10 +52,16 @@ struct Operands : mlstm::Inputs {
 struct Scratch {
   float *qt, *dht, *kf, *vf, *st, *dct, *acc, *xk, *yq, *sum1, *sum2;  // acc: dq, or dk then dv
   double* mq;
+  // bf16 pairs (mlstm_bf16.h) of the S and dC products: p1 [DQK/2 x 64] and p2 [DV/2 x 64]
+  // transposed panels (queries, or keys in pass 4), p3 [64 x DQK/2] and p4 [64 x DV/2] rows.
+  uint32_t *p1, *p2, *p3, *p4;
+  int64_t wq, wv;  // pair words of a q/k row and of a v/dh row
   Scratch(const ops::MlstmDesc& d) {
     const int64_t dp = mlstm::pad16(d.dqk), dvp = mlstm::pad16(d.dv);
     sdpa::Arena& arena = sdpa::Arena::local();
-    arena.reset(dp * kBlock * 3 + dvp * kBlock * 3 + 2 * kBlock * kBlock + 8 * kBlock);
+    wq = (d.dqk + 1) / 2;
+    wv = (d.dv + 1) / 2;
+    arena.reset(dp * kBlock * 3 + dvp * kBlock * 3 + 2 * kBlock * kBlock + 8 * kBlock + 2 * (wq + wv) * kBlock);
     qt = arena.take(dp * kBlock);    // queries: scaled, transposed (passes 1, 3) or rows (4)
     dht = arena.take(dvp * kBlock);  // dh: transposed (1, 3) or rows (4)
     kf = arena.take(dp * kBlock);    // keys: rows (1, 3) or transposed (4)
@@ -65,6 +74,10 @@ struct Scratch {
     sum1 = arena.take(kBlock);
     sum2 = arena.take(kBlock);
     mq = reinterpret_cast<double*>(arena.take(2 * kBlock));
+    p1 = reinterpret_cast<uint32_t*>(arena.take(2 * (wq + wv) * kBlock));
+    p2 = p1 + wq * kBlock;
+    p3 = p2 + wv * kBlock;
+    p4 = p3 + kBlock * wq;
   }
 };
 
@@ -97,8 +110,16 @@ DNNB_AVX512 void query_task(const Operands& x, int64_t b, int64_t h, int64_t i0)
   const int64_t head = (b * d.heads + h) * d.s;
   const double* a = x.a + head;
   const Scratch w(d);
-  sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.dqk, static_cast<float>(d.scale()), w.kf, w.qt);
-  sdpa::pack_rows_transposed<Fmt>(x.dh, b, h, i0, nq, d.dv, 1.0f, w.vf, w.dht);
+  const bool pairs = mlstm::use_pairs<Fmt>();
+  // S^T and dC^T on pairs take q unscaled (the scale joins C~ in pass 1; dS does not need it).
+  const float c_scale = pairs ? static_cast<float>(d.scale()) : 1.0f;
+  if (pairs) {
+    mlstm::query_pairs(x.q, b, h, i0, nq, d.dqk, w.p3, w.p1);
+    mlstm::query_pairs(x.dh, b, h, i0, nq, d.dv, w.p4, w.p2);
+  } else {
+    sdpa::pack_rows_transposed<Fmt>(x.q, b, h, i0, nq, d.dqk, static_cast<float>(d.scale()), w.kf, w.qt);
+    sdpa::pack_rows_transposed<Fmt>(x.dh, b, h, i0, nq, d.dv, 1.0f, w.vf, w.dht);
+  }
   for (int64_t i = 0; i < kBlock; ++i) w.mq[i] = x.mx[head + i0 + std::min(i, nq - 1)];
   std::fill(w.sum1, w.sum1 + kBlock, 0.0f);
   std::fill(w.sum2, w.sum2 + kBlock, 0.0f);
@@ -120,12 +141,22 @@ DNNB_AVX512 void query_task(const Operands& x, int64_t b, int64_t h, int64_t i0)
       for (int64_t v = 0; v < nvq; ++v)
         _mm512_storeu_ps(w.yq + 16 * v, mlstm::exp16(_mm512_sub_ps(_mm512_setzero_ps(), mlstm::diff16(w.mq + 16 * v, r))));
     }
-    for (int64_t j = 0; j < kb; ++j) {
-      sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, 1.0f, w.kf + j * dp, dp);
-      sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, w.vf + j * dvp, dvp);
+    if (pairs) {
+      for (int64_t j = 0; j < kb; ++j) {
+        mlstm::row_pairs(x.k.row<const uint16_t>(b, h, j0 + j), x.k.col_stride(), d.dqk, w.p3 + j * w.wq);
+        mlstm::row_pairs(x.v.row<const uint16_t>(b, h, j0 + j), x.v.col_stride(), d.dv, w.p4 + j * w.wv);
+        if (kDq) sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, 1.0f, w.kf + j * dp, dp);
+      }
+      mlstm::pair_gemm(w.st, kBlock, kb, nvq, w.p3, w.wq, 1, w.p1, kBlock, w.wq, false);
+      mlstm::pair_gemm(w.dct, kBlock, kb, nvq, w.p4, w.wv, 1, w.p2, kBlock, w.wv, false);
+    } else {
+      for (int64_t j = 0; j < kb; ++j) {
+        sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, 1.0f, w.kf + j * dp, dp);
+        sdpa::load_row<Fmt>(x.v.row<const T>(b, h, j0 + j), x.v.col_stride(), d.dv, 1.0f, w.vf + j * dvp, dvp);
+      }
+      sdpa::gemm(w.st, kBlock, kb, nvq, w.kf, dp, 1, w.qt, kBlock, d.dqk, false);
+      sdpa::gemm(w.dct, kBlock, kb, nvq, w.vf, dvp, 1, w.dht, kBlock, d.dv, false);
     }
-    sdpa::gemm(w.st, kBlock, kb, nvq, w.kf, dp, 1, w.qt, kBlock, d.dqk, false);
-    sdpa::gemm(w.dct, kBlock, kb, nvq, w.vf, dvp, 1, w.dht, kBlock, d.dv, false);
     for (int64_t v = 0; v < nvq; ++v) {
       __m512 r = _mm512_loadu_ps(w.sum1 + 16 * v), wsum = _mm512_loadu_ps(w.sum2 + 16 * v);
       for (int64_t j = 0; j < kb; ++j) {
@@ -136,7 +167,7 @@ DNNB_AVX512 void query_task(const Operands& x, int64_t b, int64_t h, int64_t i0)
           const __m512 g = _mm512_fmadd_ps(dc, _mm512_load_ps(inv_div + 16 * v), _mm512_load_ps(dr + 16 * v));
           _mm512_storeu_ps(s, _mm512_mul_ps(g, dm));
         } else {
-          const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(s), dm);
+          const __m512 c = _mm512_mul_ps(_mm512_loadu_ps(s), _mm512_mul_ps(dm, _mm512_set1_ps(c_scale)));
           r = _mm512_add_ps(r, c);
           wsum = _mm512_fmadd_ps(c, dc, wsum);
         }
@@ -180,8 +211,16 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
   const double* a = x.a + head;
   const Scratch w(d);
   // Keys and values transposed (key in lane), through the row scratch.
-  sdpa::pack_rows_transposed<Fmt>(x.k, b, h, j0, kb, d.dqk, 1.0f, w.qt, w.kf);
-  sdpa::pack_rows_transposed<Fmt>(x.v, b, h, j0, kb, d.dv, 1.0f, w.dht, w.vf);
+  const bool pairs = mlstm::use_pairs<Fmt>();
+  if (pairs) {
+    mlstm::query_pairs(x.k, b, h, j0, kb, d.dqk, w.p3, w.p1);
+    mlstm::query_pairs(x.v, b, h, j0, kb, d.dv, w.p4, w.p2);
+  } else {
+    sdpa::pack_rows_transposed<Fmt>(x.k, b, h, j0, kb, d.dqk, 1.0f, w.qt, w.kf);
+    sdpa::pack_rows_transposed<Fmt>(x.v, b, h, j0, kb, d.dv, 1.0f, w.dht, w.vf);
+  }
+  // S on pairs comes from q unscaled: the scale is applied per score.
+  const __m512 s_scale = _mm512_set1_ps(pairs ? static_cast<float>(d.scale()) : 1.0f);
   const double r = key_factors(a + j0, kb, w.xk);
   // The a of the 64 key lanes in float64 (lanes past kb: -inf, never seen).
   alignas(64) double ak[kBlock];
@@ -203,8 +242,17 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
                           w.qt + i * dp, dp);
       sdpa::load_row<Fmt>(x.dh.row<const T>(b, h, i0 + i), x.dh.col_stride(), d.dv, 1.0f, w.dht + i * dvp, dvp);
     }
-    sdpa::gemm(w.st, kBlock, nq, nvk, w.qt, dp, 1, w.kf, kBlock, d.dqk, false);
-    sdpa::gemm(w.dct, kBlock, nq, nvk, w.dht, dvp, 1, w.vf, kBlock, d.dv, false);
+    if (pairs) {
+      for (int64_t i = 0; i < nq; ++i) {
+        mlstm::row_pairs(x.q.row<const uint16_t>(b, h, i0 + i), x.q.col_stride(), d.dqk, w.p3 + i * w.wq);
+        mlstm::row_pairs(x.dh.row<const uint16_t>(b, h, i0 + i), x.dh.col_stride(), d.dv, w.p4 + i * w.wv);
+      }
+      mlstm::pair_gemm(w.st, kBlock, nq, nvk, w.p3, w.wq, 1, w.p1, kBlock, w.wq, false);
+      mlstm::pair_gemm(w.dct, kBlock, nq, nvk, w.p4, w.wv, 1, w.p2, kBlock, w.wv, false);
+    } else {
+      sdpa::gemm(w.st, kBlock, nq, nvk, w.qt, dp, 1, w.kf, kBlock, d.dqk, false);
+      sdpa::gemm(w.dct, kBlock, nq, nvk, w.dht, dvp, 1, w.vf, kBlock, d.dv, false);
+    }
     for (int64_t i = 0; i < nq; ++i) {
       const int64_t t = head + i0 + i;
       const double mt = x.mx[t];
@@ -224,7 +272,7 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
         }
         float* s = w.st + i * kBlock + 16 * v;
         float* c = w.dct + i * kBlock + 16 * v;
-        const __m512 sv = _mm512_loadu_ps(s);
+        const __m512 sv = _mm512_mul_ps(_mm512_loadu_ps(s), s_scale);
         const __m512 ds = _mm512_mul_ps(_mm512_fmadd_ps(_mm512_loadu_ps(c), inv, drv), dmat);
         col[v] = _mm512_fmadd_ps(ds, sv, col[v]);
         _mm512_storeu_ps(s, ds);
