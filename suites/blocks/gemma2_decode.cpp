@@ -1,0 +1,232 @@
+// gemma2_decode: transformers' Gemma2DecoderLayer at one new token per sequence with a KV cache
+// (docs/blocks.md, "The decode step"), a global layer or a local one with `window=W`: the layer of
+// gemma2_layer, where the token's k (after rope) and v are stored into the caches at pos[b] and
+// its query attends to the cache through the `kv_cache` op with Gemma 2's attention: scale
+// query_pre_attn_scalar^-0.5, softcap c tanh(s / c) (attn_logit_softcapping), and for a local
+// layer only positions > pos[b] - W (the sliding window), as a DynamicCache's update and the
+// eager attention over its keys compute it. The projections are `gemv` nodes (one token's
+// product is bound by reading the weight); the four norms are Gemma's (1 + w) RMSNorm
+// (rmsnorm form=gemma); the MLP is geglu (gelu_tanh(gate) * up).
+// Problem "Bx1xE:heads=H,kv=KV,head_dim=D,ffn=F,ctx=C[,window=W][,qscale=Q (default D)]
+// [,softcap=c (default 50; 0: none)][,steps=3][,lens=ragged|full][,eps=1e-6][,theta=10000]":
+// B sequences of one token, caches of C positions. steps and lens are kv_cache's: sequence b
+// writes position pos0(b) + step (kv_cache_desc.h); random caches hold values from the window's
+// first position up to pos0(b) and NaN elsewhere (a read past a length or before a window shows).
+// Inputs: x [B, 1, E], pos [B] i32, k_cache and v_cache [B, KV, C, D] (state, updated in place),
+// the 11 weights by their state_dict names; output y [B, 1, E].
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "suites/blocks/block_spec.h"
+#include "suites/ops/kv_cache_desc.h"
+
+namespace dnnb {
+namespace {
+
+std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
+// `param` after `separator`, or nothing when there is none.
+std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+struct Dims {
+  int64_t b = 1, e = 1, h = 1, kv = 1, f = 1, d = 2;
+  std::string cache;  // the kv_cache node's problem text (shape and params)
+};
+
+Result<Dims> dims_of(const Problem& p) {
+  Dims x;
+  if (p.shape.size() != 3 || p.shape[1] != 1)
+    return Status::bad_input(p.op + ": a decode step takes one token per sequence (Bx1xE), got " + shape_to_string(p.shape));
+  x.b = p.shape[0];
+  x.e = p.shape[2];
+  auto heads = p.get_int("heads", 0);
+  if (!heads) return heads.status();
+  auto kv = p.get_int("kv", *heads);
+  if (!kv) return kv.status();
+  auto ffn = p.get_int("ffn", 0);
+  if (!ffn) return ffn.status();
+  auto head_dim = p.get_int("head_dim", 0);
+  if (!head_dim) return head_dim.status();
+  auto ctx = p.get_int("ctx", 0);
+  if (!ctx) return ctx.status();
+  x.h = *heads;
+  x.kv = *kv;
+  x.f = *ffn;
+  x.d = *head_dim;
+  if (x.h < 1) return Status::bad_input(p.op + ": heads=" + std::to_string(x.h) + " must be at least 1");
+  if (x.kv < 1 || x.h % x.kv != 0)
+    return Status::bad_input(p.op + ": kv=" + std::to_string(x.kv) + " does not divide heads=" + std::to_string(x.h));
+  if (x.f < 1) return Status::bad_input(p.op + ": ffn=F, the MLP width, must be given (F >= 1)");
+  if (x.d < 2 || x.d % 2 != 0)
+    return Status::bad_input(p.op + ": head_dim=" + std::to_string(x.d) + ": must be given, even and at least 2");
+  if (*ctx < 1) return Status::bad_input(p.op + ": ctx=C, the cache's positions, must be given (C >= 1)");
+  auto qscale = p.get_double("qscale", static_cast<double>(x.d));
+  if (!qscale) return qscale.status();
+  if (!(*qscale > 0)) return Status::bad_input(p.op + ": qscale=" + p.get("qscale") + " (query_pre_attn_scalar) must be positive");
+  auto softcap = p.get_double("softcap", 50.0);
+  if (!softcap) return softcap.status();
+  if (!(*softcap >= 0)) return Status::bad_input(p.op + ": softcap=" + p.get("softcap") + " must be 0 (none) or positive");
+  // kv_cache's parameters in sorted order (a problem's text round-trips).
+  x.cache = dims({x.b, x.h, *ctx, x.d}) + ":kv=" + std::to_string(x.kv) + ",lens=" + p.get("lens", "ragged") +
+            ",scale=" + number(1.0 / std::sqrt(*qscale));
+  if (*softcap > 0) x.cache += ",softcap=" + p.get("softcap", "50");
+  x.cache += ",steps=" + p.get("steps", "3");
+  if (p.has("window")) x.cache += ",window=" + p.get("window");
+  return x;
+}
+
+Result<ops::KvCacheDesc> cache_desc(const Problem& p) {
+  auto x = dims_of(p);
+  if (!x) return x.status();
+  auto cp = Problem::parse(std::string("kv_cache:") + dtype_name(p.dtype) + ":" + x->cache);
+  if (!cp) return cp.status();
+  return ops::kv_cache_desc(*cp);
+}
+
+Result<BlockGraph> build_gemma2_decode(const Problem& p) {
+  auto dm = dims_of(p);
+  if (!dm) return dm.status();
+  auto desc = cache_desc(p);
+  if (!desc) return desc.status();
+  const int64_t b = dm->b, e = dm->e, h = dm->h, kv = dm->kv, f = dm->f, d = dm->d, c = desc->capacity;
+  const std::string eps = ":eps=" + p.get("eps", "1e-6") + ",form=gemma";
+  const std::string theta = ":theta=" + p.get("theta", "10000");
+  const std::string batch = ":batch=" + std::to_string(b);
+  BlockBuilder g(p);
+  g.input("x", {b, 1, e});
+  g.input("pos", {b}, DType::i32, BlockInit::positions);
+  g.state("k_cache", {b, kv, c, d}, "self_attn.k.rotated");
+  g.state("v_cache", {b, kv, c, d}, "self_attn.v_proj.out");
+  // Gemma's norm weights are stored as w in (1 + w): near 0 (shift), not near 1.
+  g.weight("input_layernorm.weight", {e}, BlockInit::shift);
+  g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
+  g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
+  g.weight("post_attention_layernorm.weight", {e}, BlockInit::shift);
+  g.weight("pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
+  g.weight("post_feedforward_layernorm.weight", {e}, BlockInit::shift);
+
+  // x is read by input_layernorm and residual_1 (its layout, when the problem gives one, is theirs).
+  g.node("input_layernorm", "rmsnorm", dims({b, 1, e}) + eps + with(g.layout_of("x", "x"), ","),
+         {"x", "input_layernorm.weight"}, {"n1.b1e"});
+  g.reshape("n1", "n1.b1e", {b, e});
+  // rope reads positions [B, S]: the one token's, as a view of pos.
+  g.reshape("pos.bs", "pos", {b, 1});
+  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
+    const std::string proj = "self_attn." + name + "_proj";
+    g.node(proj, "gemv", dims({nh * d, e}) + batch, {proj + ".weight", "n1"}, {proj + ".out"});
+    // One token: [B, heads x D] is already [B, heads, 1, D] in memory (no permute).
+    g.reshape("self_attn." + name, proj + ".out", {b, nh, 1, d});
+    if (name != "v")
+      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, 1, d}) + theta + ",pos.dt=i32",
+             {"self_attn." + name, "pos.bs"}, {"self_attn." + name + ".rotated"});
+  }
+  g.reshape("self_attn.q.token", "self_attn.q.rotated", {b, h, d});
+  g.reshape("self_attn.k.token", "self_attn.k.rotated", {b, kv, d});
+  g.reshape("self_attn.v.token", "self_attn.v_proj.out", {b, kv, d});
+  g.node("self_attn.kv_cache", "kv_cache", dm->cache,
+         {"self_attn.q.token", "self_attn.k.token", "self_attn.v.token", "pos", "k_cache", "v_cache"}, {"self_attn.o"});
+  g.reshape("self_attn.o.rows", "self_attn.o", {b, h * d});
+  g.node("self_attn.o_proj", "gemv", dims({e, h * d}) + batch, {"self_attn.o_proj.weight", "self_attn.o.rows"},
+         {"self_attn.out"});
+  g.node("post_attention_layernorm", "rmsnorm", dims({b, e}) + eps, {"self_attn.out", "post_attention_layernorm.weight"},
+         {"attn.normed"});
+  g.reshape("attn.normed.b1e", "attn.normed", {b, 1, e});
+  g.node("residual_1", "add", dims({b, 1, e}) + with(g.layout_of("x", "b"), ":"), {"attn.normed.b1e", "x"}, {"h.b1e"});
+  g.reshape("h", "h.b1e", {b, e});
+  g.node("pre_feedforward_layernorm", "rmsnorm", dims({b, e}) + eps, {"h", "pre_feedforward_layernorm.weight"}, {"n2"});
+  g.node("mlp.gate_proj", "gemv", dims({f, e}) + batch, {"mlp.gate_proj.weight", "n2"}, {"mlp.gate"});
+  g.node("mlp.up_proj", "gemv", dims({f, e}) + batch, {"mlp.up_proj.weight", "n2"}, {"mlp.up"});
+  g.node("mlp.act", "geglu", dims({b, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
+  g.node("mlp.down_proj", "gemv", dims({e, f}) + batch, {"mlp.down_proj.weight", "mlp.act.out"}, {"mlp.out"});
+  g.node("post_feedforward_layernorm", "rmsnorm", dims({b, e}) + eps, {"mlp.out", "post_feedforward_layernorm.weight"},
+         {"mlp.normed"});
+  g.reshape("mlp.normed.b1e", "mlp.normed", {b, 1, e});
+  g.node("residual_2", "add", dims({b, 1, e}), {"mlp.normed.b1e", "h.b1e"}, {"y"});
+  g.output("y");
+  return g.finish();
+}
+
+// Step 0 (after the BlockInit draws): pos[b] = pos0(b), the caches NaN outside first(pos0(b)) ..
+// pos0(b) - 1 (the window's positions held). Later steps: a new token x and pos[b] = pos0(b) +
+// step; the caches and weights stay.
+Status decode_step_inputs(const Problem& p, int step, std::vector<Tensor>& inputs, Rng& rng) {
+  auto desc = cache_desc(p);
+  if (!desc) return desc.status();
+  if (inputs.size() < 4) return Status::bad_input(p.op + ": fewer inputs than x, pos and the two caches");
+  if (step > 0)
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) store_element(inputs[0].host_data(), inputs[0].dtype, i, rng.normal());
+  auto* pos = static_cast<int32_t*>(inputs[1].host_data());
+  for (int64_t b = 0; b < desc->batch; ++b) pos[b] = static_cast<int32_t>(desc->pos0(b) + step);
+  if (step == 0) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (size_t c : {2, 3}) {
+      Tensor& cache = inputs[c];
+      for (int64_t row = 0; row < desc->batch * desc->kv_heads * desc->capacity; ++row) {
+        const int64_t b = row / (desc->kv_heads * desc->capacity), at = row % desc->capacity;
+        if (at < desc->pos0(b) && at >= desc->first(desc->pos0(b))) continue;
+        for (int64_t e = 0; e < desc->d; ++e) store_element(cache.host_data(), cache.dtype, row * desc->d + e, nan);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// A decode step moves the weights once, the cache positions each sequence reads (within its
+// window), the token's rows written (ops::kv_cache_bytes), and x and y.
+double decode_bytes(const Problem& p) {
+  auto desc = cache_desc(p);
+  auto graph = build_gemma2_decode(p);
+  if (!desc || !graph) return 0.0;
+  double bytes = ops::kv_cache_bytes(*desc);
+  for (const BlockTensor& t : graph->inputs)
+    if (t.weight) bytes += static_cast<double>(storage_bytes(t.dtype, shape_numel(t.shape)));
+  bytes += 2.0 * static_cast<double>(storage_bytes(p.dtype, p.shape.at(0) * p.shape.at(2)));
+  return bytes;
+}
+
+BlockDef gemma2_decode() {
+  BlockDef def;
+  def.name = "gemma2_decode";
+  def.torch = "transformers Gemma2DecoderLayer(config, 0)(x, position_embeddings=rotary(x, pos), cache=DynamicCache, "
+              "attention_mask=[window]): one token per sequence, eager attention";
+  def.dtypes = {DType::f32, DType::f16, DType::bf16};
+  def.param_keys = {"heads", "kv", "head_dim", "ffn", "ctx", "window", "qscale", "softcap", "eps", "theta", "steps", "lens"};
+  // Global and local layers; a window shorter than the held positions (ragged: one sequence
+  // inside it, one past it, one with an empty cache); H x D != E; qscale other than D; no
+  // softcap; x with padded rows.
+  def.check_problems = {"2x1x32:ctx=12,ffn=72,head_dim=32,heads=2,kv=1",
+                        "3x1x64:ctx=40,ffn=176,head_dim=16,heads=4,kv=2,window=16",
+                        "2x1x96:ctx=20,ffn=260,head_dim=32,heads=3,kv=1,lens=full,qscale=32,softcap=20,steps=4,window=7",
+                        "1x1x48:ctx=9,ffn=100,head_dim=16,heads=2,kv=2,softcap=0,theta=500000",
+                        "2x1x64:ctx=12,ffn=176,head_dim=16,heads=4,kv=2,window=4,x.layout=padded"};
+  // A Gemma-2-2B layer (hidden 2304, 8/4 heads of 256, FFN 9216) at one decode step with a 4k
+  // cache, global and local (window 4096: the whole cache), for 1 and 4 sequences (bf16).
+  def.bench_problems = {
+      {"1x1x2304:ctx=4096,ffn=9216,head_dim=256,heads=8,kv=4,lens=full,qscale=256,steps=1", {DType::bf16}},
+      {"4x1x2304:ctx=4096,ffn=9216,head_dim=256,heads=8,kv=4,lens=full,qscale=256,steps=1", {DType::bf16}},
+      {"4x1x2304:ctx=4096,ffn=9216,head_dim=256,heads=8,kv=4,lens=full,qscale=256,steps=1,window=4096", {DType::bf16}}};
+  def.build = build_gemma2_decode;
+  def.steps = [](const Problem& p) {
+    auto d = cache_desc(p);
+    return d ? d->steps : 1;
+  };
+  def.step_inputs = decode_step_inputs;
+  def.bytes = decode_bytes;
+  return def;
+}
+
+DNNB_REGISTER(register_block(gemma2_decode()));
+
+}  // namespace
+}  // namespace dnnb
