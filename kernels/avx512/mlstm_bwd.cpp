@@ -22,9 +22,9 @@
 //   5. per head: di, dc, df.
 // Blocks below the diagonal factor D = e^(a[s] - R) e^(R - M[t]) (R the key block's max of a,
 // both factors <= 1); those whose every query factor is below e^-104 are skipped.
-// For bf16 on a CPU with AVX512_BF16, S and dC (products of stored bf16 operands, exact in f32)
-// run on VDPBF16PS pairs (mlstm_bf16.h); dq, dk and dv, whose left operands are f32 (dS, C~),
-// stay on f32 FMAs.
+// For bf16 on a CPU with AVX512_BF16 every product runs on VDPBF16PS pairs (mlstm_bf16.h): S and
+// dC from the stored q, k, v, dh (exact in f32), dq, dk and dv with dS and C~ / div rounded to
+// bf16, the rounding the bounds allow for them (reference/mlstm_bwd.cpp).
 #include <vector>
 
 #include "kernels/avx512/mlstm_tile.h"
@@ -55,13 +55,14 @@ struct Scratch {
   // bf16 pairs (mlstm_bf16.h) of the S and dC products: p1 [DQK/2 x 64] and p2 [DV/2 x 64]
   // transposed panels (queries, or keys in pass 4), p3 [64 x DQK/2] and p4 [64 x DV/2] rows.
   uint32_t *p1, *p2, *p3, *p4;
+  uint32_t *dsp, *pp;  // dS and C~ / div as pairs along their reduction index [32 x 64]
   int64_t wq, wv;  // pair words of a q/k row and of a v/dh row
   Scratch(const ops::MlstmDesc& d) {
     const int64_t dp = mlstm::pad16(d.dqk), dvp = mlstm::pad16(d.dv);
     sdpa::Arena& arena = sdpa::Arena::local();
     wq = (d.dqk + 1) / 2;
     wv = (d.dv + 1) / 2;
-    arena.reset(dp * kBlock * 3 + dvp * kBlock * 3 + 2 * kBlock * kBlock + 8 * kBlock + 2 * (wq + wv) * kBlock);
+    arena.reset(dp * kBlock * 3 + dvp * kBlock * 3 + 3 * kBlock * kBlock + 8 * kBlock + 2 * (wq + wv) * kBlock);
     qt = arena.take(dp * kBlock);    // queries: scaled, transposed (passes 1, 3) or rows (4)
     dht = arena.take(dvp * kBlock);  // dh: transposed (1, 3) or rows (4)
     kf = arena.take(dp * kBlock);    // keys: rows (1, 3) or transposed (4)
@@ -78,6 +79,8 @@ struct Scratch {
     p2 = p1 + wq * kBlock;
     p3 = p2 + wv * kBlock;
     p4 = p3 + kBlock * wq;
+    dsp = reinterpret_cast<uint32_t*>(arena.take(kBlock * kBlock));
+    pp = dsp + kBlock / 2 * kBlock;
   }
 };
 
@@ -145,8 +148,13 @@ DNNB_AVX512 void query_task(const Operands& x, int64_t b, int64_t h, int64_t i0)
       for (int64_t j = 0; j < kb; ++j) {
         mlstm::row_pairs(x.k.row<const uint16_t>(b, h, j0 + j), x.k.col_stride(), d.dqk, w.p3 + j * w.wq);
         mlstm::row_pairs(x.v.row<const uint16_t>(b, h, j0 + j), x.v.col_stride(), d.dv, w.p4 + j * w.wv);
-        if (kDq) sdpa::load_row<Fmt>(x.k.row<const T>(b, h, j0 + j), x.k.col_stride(), d.dqk, 1.0f, w.kf + j * dp, dp);
       }
+      // dq's right operand: K as pairs of consecutive keys (into kf's space).
+      if (kDq)
+        for (int64_t p = 0; 2 * p < kb; ++p)
+          mlstm::pairs_from_bf16(x.k.row<const uint16_t>(b, h, j0 + 2 * p),
+                                 2 * p + 1 < kb ? x.k.row<const uint16_t>(b, h, j0 + 2 * p + 1) : nullptr,
+                                 x.k.col_stride(), d.dqk, dp, reinterpret_cast<uint32_t*>(w.kf) + p * dp);
       mlstm::pair_gemm(w.st, kBlock, kb, nvq, w.p3, w.wq, 1, w.p1, kBlock, w.wq, false);
       mlstm::pair_gemm(w.dct, kBlock, kb, nvq, w.p4, w.wv, 1, w.p2, kBlock, w.wv, false);
     } else {
@@ -175,8 +183,19 @@ DNNB_AVX512 void query_task(const Operands& x, int64_t b, int64_t h, int64_t i0)
       _mm512_storeu_ps(w.sum1 + 16 * v, r);
       _mm512_storeu_ps(w.sum2 + 16 * v, wsum);
     }
-    // dQ [nq x DQK] += dS K: dS read transposed out of its [keys x queries] block.
-    if constexpr (kDq) sdpa::gemm(w.acc, dp, nq, dp / 16, w.st, 1, kBlock, w.kf, dp, kb, true);
+    // dQ [nq x DQK] += dS K: dS read transposed out of its [keys x queries] block (on pairs:
+    // dS rounded to bf16 as pairs of consecutive keys).
+    if constexpr (kDq) {
+      if (pairs) {
+        for (int64_t p = 0; 2 * p < kb; ++p)
+          mlstm::pairs_from_f32(w.st + 2 * p * kBlock, 2 * p + 1 < kb ? w.st + (2 * p + 1) * kBlock : nullptr, 16 * nvq,
+                                w.dsp + p * kBlock);
+        mlstm::pair_gemm(w.acc, dp, nq, dp / 16, w.dsp, 1, kBlock, reinterpret_cast<const uint32_t*>(w.kf), dp,
+                         (kb + 1) / 2, true);
+      } else {
+        sdpa::gemm(w.acc, dp, nq, dp / 16, w.st, 1, kBlock, w.kf, dp, kb, true);
+      }
+    }
   }
 
   if constexpr (kDq) {
@@ -219,8 +238,9 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
     sdpa::pack_rows_transposed<Fmt>(x.k, b, h, j0, kb, d.dqk, 1.0f, w.qt, w.kf);
     sdpa::pack_rows_transposed<Fmt>(x.v, b, h, j0, kb, d.dv, 1.0f, w.dht, w.vf);
   }
-  // S on pairs comes from q unscaled: the scale is applied per score.
+  // S on pairs comes from q unscaled: the scale is applied per score, and to dk at the end.
   const __m512 s_scale = _mm512_set1_ps(pairs ? static_cast<float>(d.scale()) : 1.0f);
+  const float dk_scale = pairs ? static_cast<float>(d.scale()) : 1.0f;
   const double r = key_factors(a + j0, kb, w.xk);
   // The a of the 64 key lanes in float64 (lanes past kb: -inf, never seen).
   alignas(64) double ak[kBlock];
@@ -237,12 +257,24 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
     // M grows with t: once the key factor R lies e^-104 below a block's first query, it does so
     // for every later query too.
     if (!diagonal && r - x.mx[head + i0] < mlstm::kNegligible) break;
-    for (int64_t i = 0; i < nq; ++i) {
-      sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.dqk, static_cast<float>(d.scale()),
-                          w.qt + i * dp, dp);
-      sdpa::load_row<Fmt>(x.dh.row<const T>(b, h, i0 + i), x.dh.col_stride(), d.dv, 1.0f, w.dht + i * dvp, dvp);
-    }
+    if (!pairs)
+      for (int64_t i = 0; i < nq; ++i) {
+        sdpa::load_row<Fmt>(x.q.row<const T>(b, h, i0 + i), x.q.col_stride(), d.dqk, static_cast<float>(d.scale()),
+                            w.qt + i * dp, dp);
+        sdpa::load_row<Fmt>(x.dh.row<const T>(b, h, i0 + i), x.dh.col_stride(), d.dv, 1.0f, w.dht + i * dvp, dvp);
+      }
     if (pairs) {
+      // dk's and dv's right operands: q (unscaled) and dh as pairs of consecutive queries, in
+      // qt's and dht's space.
+      for (int64_t p = 0; 2 * p < nq; ++p) {
+        const bool two = 2 * p + 1 < nq;
+        mlstm::pairs_from_bf16(x.q.row<const uint16_t>(b, h, i0 + 2 * p),
+                               two ? x.q.row<const uint16_t>(b, h, i0 + 2 * p + 1) : nullptr, x.q.col_stride(), d.dqk,
+                               dp, reinterpret_cast<uint32_t*>(w.qt) + p * dp);
+        mlstm::pairs_from_bf16(x.dh.row<const uint16_t>(b, h, i0 + 2 * p),
+                               two ? x.dh.row<const uint16_t>(b, h, i0 + 2 * p + 1) : nullptr, x.dh.col_stride(), d.dv,
+                               dvp, reinterpret_cast<uint32_t*>(w.dht) + p * dvp);
+      }
       for (int64_t i = 0; i < nq; ++i) {
         mlstm::row_pairs(x.q.row<const uint16_t>(b, h, i0 + i), x.q.col_stride(), d.dqk, w.p3 + i * w.wq);
         mlstm::row_pairs(x.dh.row<const uint16_t>(b, h, i0 + i), x.dh.col_stride(), d.dv, w.p4 + i * w.wv);
@@ -281,12 +313,24 @@ DNNB_AVX512 void key_task(const Operands& x, int64_t b, int64_t h, int64_t j0) {
     }
     // dK [kb x DQK] += dS^T (scale Q), dV [kb x DV] += (C~ / div)^T dH: both read transposed
     // out of their [queries x keys] blocks.
-    sdpa::gemm(dkacc, dp, kb, dp / 16, w.st, 1, kBlock, w.qt, dp, nq, true);
-    sdpa::gemm(dvacc, dvp, kb, dvp / 16, w.dct, 1, kBlock, w.dht, dvp, nq, true);
+    // On pairs: dS and C~ / div rounded to bf16 as pairs of consecutive queries.
+    if (pairs) {
+      for (int64_t p = 0; 2 * p < nq; ++p) {
+        const bool two = 2 * p + 1 < nq;
+        mlstm::pairs_from_f32(w.st + 2 * p * kBlock, two ? w.st + (2 * p + 1) * kBlock : nullptr, 16 * nvk, w.dsp + p * kBlock);
+        mlstm::pairs_from_f32(w.dct + 2 * p * kBlock, two ? w.dct + (2 * p + 1) * kBlock : nullptr, 16 * nvk, w.pp + p * kBlock);
+      }
+      mlstm::pair_gemm(dkacc, dp, kb, dp / 16, w.dsp, 1, kBlock, reinterpret_cast<const uint32_t*>(w.qt), dp, (nq + 1) / 2, true);
+      mlstm::pair_gemm(dvacc, dvp, kb, dvp / 16, w.pp, 1, kBlock, reinterpret_cast<const uint32_t*>(w.dht), dvp, (nq + 1) / 2,
+                       true);
+    } else {
+      sdpa::gemm(dkacc, dp, kb, dp / 16, w.st, 1, kBlock, w.qt, dp, nq, true);
+      sdpa::gemm(dvacc, dvp, kb, dvp / 16, w.dct, 1, kBlock, w.dht, dvp, nq, true);
+    }
   }
 
   for (int64_t j = 0; j < kb; ++j) {
-    sdpa::store_row<Fmt>(x.dk.row<T>(b, h, j0 + j), x.dk.col_stride(), d.dqk, dkacc + j * dp, 1.0f);
+    sdpa::store_row<Fmt>(x.dk.row<T>(b, h, j0 + j), x.dk.col_stride(), d.dqk, dkacc + j * dp, dk_scale);
     sdpa::store_row<Fmt>(x.dv.row<T>(b, h, j0 + j), x.dv.col_stride(), d.dv, dvacc + j * dvp, 1.0f);
   }
   for (int v = 0; v < 4; ++v) _mm512_storeu_ps(w.sum1 + 16 * v, col[v]);
