@@ -107,9 +107,36 @@ __device__ __forceinline__ V warp_scan_max(V x, int lane) {
 // logsigmoid in float64 (the gate pre-pass, below).
 __device__ __forceinline__ double log_sigmoid_d(double x) { return fmin(x, 0.0) - log1p(exp(-fabs(x))); }
 
+// The pre-pass's transcendentals. kF64: float64 exp and log1p, each result rounded once (the f32
+// kernel, held to f32 fixtures). Otherwise f32 transcendentals on float64 arguments: logsigmoid
+// as min(x, 0) - log1pf(expf(-|x|)) added in float64 (the log1p term is small where |x| is large,
+// so its f32 error is small in absolute terms), and exp(x) = expf(x_hi) (1 + x_lo) with x = x_hi +
+// x_lo (expf's own 2 ulps, not |x| ulps of a rounded argument), for the tensor-core kernels, whose
+// bounds carry the dtype's rounding and whose gate warp should not stall on float64 exps.
+template <bool kF64>
+__device__ __forceinline__ double gate_lsig(float x) {
+  if constexpr (kF64) {
+    return log_sigmoid_d(static_cast<double>(x));
+  } else {
+    return static_cast<double>(fminf(x, 0.f)) - static_cast<double>(log1pf(expf(-fabsf(x))));
+  }
+}
+template <bool kF64>
+__device__ __forceinline__ float gate_exp(double x) {
+  if constexpr (kF64) {
+    return static_cast<float>(exp(x));
+  } else {
+    const float hi = static_cast<float>(x);
+    if (fabsf(hi) == INFINITY) return expf(hi);
+    const float lo = static_cast<float>(x - static_cast<double>(hi));
+    const float e = expf(hi);
+    return e == INFINITY ? e : fmaf(e, lo, e);
+  }
+}
+
 // The gates of one tile of L positions (above), as the kernels read them from shared memory.
-// The pre-pass runs in float64 (b, a, the prefix maxima, the stabilisers and every exponent and
-// exp below), then rounds each value once: with forget gates near 0 a tile's b reaches -1e2..-1e3
+// The pre-pass runs in float64 (b, a, the prefix maxima, the stabilisers and every exponent;
+// the exps and logsigmoid per gate_exp / gate_lsig), then rounds each value once: with forget gates near 0 a tile's b reaches -1e2..-1e3
 // (an f32 ulp of 1e-5..1e-4), and m = b + mm formed in f32 would lose what the f32 fixtures'
 // bound on m, n and h allows (docs/numerics.md, "mLSTM"). a and mm are kept as hi + lo floats so
 // that a score's exponent a[u] - mm[p] = (a_hi - mm_hi) + (a_lo - mm_lo) is accurate to its own
@@ -157,7 +184,7 @@ __device__ __forceinline__ void split_d(double x, float& hi, float& lo) {
 // chunkwise one) and r_prev (the parallel form's), which every lane holds in float64. Positions
 // past the sequence (t0 + p >= s) add nothing to b and have a = -inf, so the weights of their
 // keys are 0.
-template <int L>
+template <int L, bool kF64>
 __device__ __forceinline__ void prep_gates(TileGates<L>& gt, const GateRegs<L>& r, int t0, int s, int lane,
                                            double& m_prev, double& r_prev) {
   const double ninf = -static_cast<double>(INFINITY);
@@ -168,7 +195,7 @@ __device__ __forceinline__ void prep_gates(TileGates<L>& gt, const GateRegs<L>& 
   for (int j = 0; j < L / 32; ++j) {
     const int p = lane + 32 * j;
     const bool valid = t0 + p < s;
-    const double ls = valid ? log_sigmoid_d(static_cast<double>(r.f[j])) : 0.0;
+    const double ls = valid ? gate_lsig<kF64>(r.f[j]) : 0.0;
     const double b = warp_scan_sum(ls, lane) + carry_b;
     const double a = valid ? static_cast<double>(r.i[j]) - b : ninf;
     const double amax = fmax(warp_scan_max(a, lane), carry_a);
@@ -179,18 +206,18 @@ __device__ __forceinline__ void prep_gates(TileGates<L>& gt, const GateRegs<L>& 
     av[j] = a;
     split_d(a, gt.a[p], gt.a_lo[p]);
     split_d(mm, gt.mm[p], gt.mm_lo[p]);
-    gt.inter[p] = static_cast<float>(exp(m_prev - mm));
-    gt.emc[p] = static_cast<float>(exp(-(b + mm)));
+    gt.inter[p] = gate_exp<kF64>(m_prev - mm);
+    gt.emc[p] = gate_exp<kF64>(-(b + mm));
     gt.mpar[p] = static_cast<float>(b + mmp);
-    gt.epar[p] = static_cast<float>(exp(-(b + mmp)));
-    gt.epsf[p] = mmp == ninf ? 0.f : static_cast<float>(exp(mmp - mm));
+    gt.epar[p] = gate_exp<kF64>(-(b + mmp));
+    gt.epsf[p] = mmp == ninf ? 0.f : gate_exp<kF64>(mmp - mm);
     mm_last = __shfl_sync(0xffffffffu, mm, 31);
     mmp_last = __shfl_sync(0xffffffffu, mmp, 31);
     b_last = carry_b;
   }
 #pragma unroll
-  for (int j = 0; j < L / 32; ++j) gt.abar[lane + 32 * j] = static_cast<float>(exp(av[j] - mm_last));
-  if (lane == 0) gt.gl = static_cast<float>(exp(m_prev - mm_last));
+  for (int j = 0; j < L / 32; ++j) gt.abar[lane + 32 * j] = gate_exp<kF64>(av[j] - mm_last);
+  if (lane == 0) gt.gl = gate_exp<kF64>(m_prev - mm_last);
   m_prev = b_last + mm_last;
   r_prev = b_last + mmp_last;
 }

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kFmaThreads) mlstm_fwd_fma_kernel(const MlstmA
     if (warp == 0) {
       GateRegs<L> gr;
       load_gate_regs<L>(gr, ig, fg, p.i.ss, p.f.ss, t0, p.s, lane);
-      prep_gates<L>(gt, gr, t0, p.s, lane, m_prev, r_prev);
+      prep_gates<L, true>(gt, gr, t0, p.s, lane, m_prev, r_prev);
     }
     __syncthreads();
 

@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
   GateRegs<L> gr;
   if (warp == 0) {
     load_gate_regs<L>(gr, ig, fg, p.i.ss, p.f.ss, 0, p.s, lane);
-    prep_gates<L>(*gates(0), gr, 0, p.s, lane, m_prev, r_prev);
+    prep_gates<L, false>(*gates(0), gr, 0, p.s, lane, m_prev, r_prev);
     if (n_tiles > 1) load_gate_regs<L>(gr, ig, fg, p.i.ss, p.f.ss, L, p.s, lane);
   }
 
@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
     if (tile + 1 < n_tiles) load_qkv(st ^ 1, t0 + L);  // its stage was last read before the barrier
     cp_async_commit();
     if (warp == 0 && tile + 1 < n_tiles) {
-      prep_gates<L>(*gates(st ^ 1), gr, t0 + L, p.s, lane, m_prev, r_prev);
+      prep_gates<L, false>(*gates(st ^ 1), gr, t0 + L, p.s, lane, m_prev, r_prev);
       if (tile + 2 < n_tiles) load_gate_regs<L>(gr, ig, fg, p.i.ss, p.f.ss, t0 + 2 * L, p.s, lane);
     }
     const TileGates<L>& gt = *gates(st);
