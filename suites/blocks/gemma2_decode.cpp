@@ -20,27 +20,26 @@
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/gemma2_decode.h"
 #include "suites/ops/kv_cache_desc.h"
 
 namespace dnnb {
 namespace {
 
 std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 
-struct Dims {
-  int64_t b = 1, e = 1, h = 1, kv = 1, f = 1, d = 2;
-  std::string cache;  // the kv_cache node's problem text (shape and params)
-};
+}  // namespace
 
-Result<Dims> dims_of(const Problem& p) {
-  Dims x;
+namespace gemma2 {
+
+Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string& steps, const std::string& lens,
+                               const std::string& window) {
+  DecodeDims x;
   if (p.shape.size() != 3 || p.shape[1] != 1)
     return Status::bad_input(p.op + ": a decode step takes one token per sequence (Bx1xE), got " + shape_to_string(p.shape));
   x.b = p.shape[0];
@@ -53,8 +52,6 @@ Result<Dims> dims_of(const Problem& p) {
   if (!ffn) return ffn.status();
   auto head_dim = p.get_int("head_dim", 0);
   if (!head_dim) return head_dim.status();
-  auto ctx = p.get_int("ctx", 0);
-  if (!ctx) return ctx.status();
   x.h = *heads;
   x.kv = *kv;
   x.f = *ffn;
@@ -65,7 +62,7 @@ Result<Dims> dims_of(const Problem& p) {
   if (x.f < 1) return Status::bad_input(p.op + ": ffn=F, the MLP width, must be given (F >= 1)");
   if (x.d < 2 || x.d % 2 != 0)
     return Status::bad_input(p.op + ": head_dim=" + std::to_string(x.d) + ": must be given, even and at least 2");
-  if (*ctx < 1) return Status::bad_input(p.op + ": ctx=C, the cache's positions, must be given (C >= 1)");
+  if (ctx < 1) return Status::bad_input(p.op + ": ctx=C, the cache's positions, must be given (C >= 1)");
   auto qscale = p.get_double("qscale", static_cast<double>(x.d));
   if (!qscale) return qscale.status();
   if (!(*qscale > 0)) return Status::bad_input(p.op + ": qscale=" + p.get("qscale") + " (query_pre_attn_scalar) must be positive");
@@ -73,12 +70,98 @@ Result<Dims> dims_of(const Problem& p) {
   if (!softcap) return softcap.status();
   if (!(*softcap >= 0)) return Status::bad_input(p.op + ": softcap=" + p.get("softcap") + " must be 0 (none) or positive");
   // kv_cache's parameters in sorted order (a problem's text round-trips).
-  x.cache = dims({x.b, x.h, *ctx, x.d}) + ":kv=" + std::to_string(x.kv) + ",lens=" + p.get("lens", "ragged") +
+  x.cache = dims({x.b, x.h, ctx, x.d}) + ":kv=" + std::to_string(x.kv) + ",lens=" + lens +
             ",scale=" + number(1.0 / std::sqrt(*qscale));
   if (*softcap > 0) x.cache += ",softcap=" + p.get("softcap", "50");
-  x.cache += ",steps=" + p.get("steps", "3");
-  if (p.has("window")) x.cache += ",window=" + p.get("window");
+  x.cache += ",steps=" + steps;
+  if (!window.empty()) x.cache += ",window=" + window;
+  x.eps = ":eps=" + p.get("eps", "1e-6") + ",form=gemma";
+  x.theta = ":theta=" + p.get("theta", "10000");
   return x;
+}
+
+void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& dm, const std::string& x,
+                      const std::string& pos, const std::string& y, const std::string& x_norm_layout,
+                      const std::string& x_add_layout) {
+  const int64_t b = dm.b, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d;
+  const std::string batch = ":batch=" + std::to_string(b);
+  // Gemma's norm weights are stored as w in (1 + w): near 0 (shift), not near 1.
+  g.weight(at + "input_layernorm.weight", {e}, BlockInit::shift);
+  g.weight(at + "self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
+  g.weight(at + "self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight(at + "self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
+  g.weight(at + "self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
+  g.weight(at + "mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight(at + "mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
+  g.weight(at + "mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
+  g.weight(at + "post_attention_layernorm.weight", {e}, BlockInit::shift);
+  g.weight(at + "pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
+  g.weight(at + "post_feedforward_layernorm.weight", {e}, BlockInit::shift);
+
+  g.node(at + "input_layernorm", "rmsnorm", dims({b, 1, e}) + dm.eps + (x_norm_layout.empty() ? "" : "," + x_norm_layout),
+         {x, at + "input_layernorm.weight"}, {at + "n1.b1e"});
+  g.reshape(at + "n1", at + "n1.b1e", {b, e});
+  // rope reads positions [B, S]: the one token's, as a view of pos.
+  g.reshape(at + "pos.bs", pos, {b, 1});
+  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
+    const std::string proj = at + "self_attn." + name + "_proj";
+    g.node(proj, "gemv", dims({nh * d, e}) + batch, {proj + ".weight", at + "n1"}, {proj + ".out"});
+    // One token: [B, heads x D] is already [B, heads, 1, D] in memory (no permute).
+    g.reshape(at + "self_attn." + name, proj + ".out", {b, nh, 1, d});
+    if (name != "v")
+      g.node(at + "self_attn." + name + "_rope", "rope", dims({b, nh, 1, d}) + dm.theta + ",pos.dt=i32",
+             {at + "self_attn." + name, at + "pos.bs"}, {at + "self_attn." + name + ".rotated"});
+  }
+  g.reshape(at + "self_attn.q.token", at + "self_attn.q.rotated", {b, h, d});
+  g.reshape(at + "self_attn.k.token", at + "self_attn.k.rotated", {b, kv, d});
+  g.reshape(at + "self_attn.v.token", at + "self_attn.v_proj.out", {b, kv, d});
+  g.node(at + "self_attn.kv_cache", "kv_cache", dm.cache,
+         {at + "self_attn.q.token", at + "self_attn.k.token", at + "self_attn.v.token", pos, at + "k_cache",
+          at + "v_cache"},
+         {at + "self_attn.o"});
+  g.reshape(at + "self_attn.o.rows", at + "self_attn.o", {b, h * d});
+  g.node(at + "self_attn.o_proj", "gemv", dims({e, h * d}) + batch,
+         {at + "self_attn.o_proj.weight", at + "self_attn.o.rows"}, {at + "self_attn.out"});
+  g.node(at + "post_attention_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+         {at + "self_attn.out", at + "post_attention_layernorm.weight"}, {at + "attn.normed"});
+  g.reshape(at + "attn.normed.b1e", at + "attn.normed", {b, 1, e});
+  g.node(at + "residual_1", "add", dims({b, 1, e}) + (x_add_layout.empty() ? "" : ":" + x_add_layout),
+         {at + "attn.normed.b1e", x}, {at + "h.b1e"});
+  g.reshape(at + "h", at + "h.b1e", {b, e});
+  g.node(at + "pre_feedforward_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+         {at + "h", at + "pre_feedforward_layernorm.weight"}, {at + "n2"});
+  g.node(at + "mlp.gate_proj", "gemv", dims({f, e}) + batch, {at + "mlp.gate_proj.weight", at + "n2"}, {at + "mlp.gate"});
+  g.node(at + "mlp.up_proj", "gemv", dims({f, e}) + batch, {at + "mlp.up_proj.weight", at + "n2"}, {at + "mlp.up"});
+  g.node(at + "mlp.act", "geglu", dims({b, f}), {at + "mlp.gate", at + "mlp.up"}, {at + "mlp.act.out"});
+  g.node(at + "mlp.down_proj", "gemv", dims({e, f}) + batch, {at + "mlp.down_proj.weight", at + "mlp.act.out"},
+         {at + "mlp.out"});
+  g.node(at + "post_feedforward_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+         {at + "mlp.out", at + "post_feedforward_layernorm.weight"}, {at + "mlp.normed"});
+  g.reshape(at + "mlp.normed.b1e", at + "mlp.normed", {b, 1, e});
+  g.node(at + "residual_2", "add", dims({b, 1, e}), {at + "mlp.normed.b1e", at + "h.b1e"}, {y});
+}
+
+Status nan_outside_held(const ops::KvCacheDesc& desc, Tensor& cache) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (cache.numel() != desc.batch * desc.kv_heads * desc.capacity * desc.d || !cache.host_data())
+    return Status::bad_input("a cache input is not the host tensor [B, KV, C, D] of its kv_cache node (" +
+                             cache.describe() + ")");
+  for (int64_t row = 0; row < desc.batch * desc.kv_heads * desc.capacity; ++row) {
+    const int64_t b = row / (desc.kv_heads * desc.capacity), at = row % desc.capacity;
+    if (at < desc.pos0(b) && at >= desc.first(desc.pos0(b))) continue;
+    for (int64_t e = 0; e < desc.d; ++e) store_element(cache.host_data(), cache.dtype, row * desc.d + e, nan);
+  }
+  return Status::ok();
+}
+
+}  // namespace gemma2
+
+namespace {
+
+Result<gemma2::DecodeDims> dims_of(const Problem& p) {
+  auto ctx = p.get_int("ctx", 0);
+  if (!ctx) return ctx.status();
+  return gemma2::decode_dims(p, *ctx, p.get("steps", "3"), p.get("lens", "ragged"), p.has("window") ? p.get("window") : "");
 }
 
 Result<ops::KvCacheDesc> cache_desc(const Problem& p) {
@@ -94,65 +177,14 @@ Result<BlockGraph> build_gemma2_decode(const Problem& p) {
   if (!dm) return dm.status();
   auto desc = cache_desc(p);
   if (!desc) return desc.status();
-  const int64_t b = dm->b, e = dm->e, h = dm->h, kv = dm->kv, f = dm->f, d = dm->d, c = desc->capacity;
-  const std::string eps = ":eps=" + p.get("eps", "1e-6") + ",form=gemma";
-  const std::string theta = ":theta=" + p.get("theta", "10000");
-  const std::string batch = ":batch=" + std::to_string(b);
+  const int64_t b = dm->b, e = dm->e, kv = dm->kv, d = dm->d, c = desc->capacity;
   BlockBuilder g(p);
   g.input("x", {b, 1, e});
   g.input("pos", {b}, DType::i32, BlockInit::positions);
   g.state("k_cache", {b, kv, c, d}, "self_attn.k.rotated");
   g.state("v_cache", {b, kv, c, d}, "self_attn.v_proj.out");
-  // Gemma's norm weights are stored as w in (1 + w): near 0 (shift), not near 1.
-  g.weight("input_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
-  g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
-  g.weight("post_attention_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("post_feedforward_layernorm.weight", {e}, BlockInit::shift);
-
   // x is read by input_layernorm and residual_1 (its layout, when the problem gives one, is theirs).
-  g.node("input_layernorm", "rmsnorm", dims({b, 1, e}) + eps + with(g.layout_of("x", "x"), ","),
-         {"x", "input_layernorm.weight"}, {"n1.b1e"});
-  g.reshape("n1", "n1.b1e", {b, e});
-  // rope reads positions [B, S]: the one token's, as a view of pos.
-  g.reshape("pos.bs", "pos", {b, 1});
-  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
-    const std::string proj = "self_attn." + name + "_proj";
-    g.node(proj, "gemv", dims({nh * d, e}) + batch, {proj + ".weight", "n1"}, {proj + ".out"});
-    // One token: [B, heads x D] is already [B, heads, 1, D] in memory (no permute).
-    g.reshape("self_attn." + name, proj + ".out", {b, nh, 1, d});
-    if (name != "v")
-      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, 1, d}) + theta + ",pos.dt=i32",
-             {"self_attn." + name, "pos.bs"}, {"self_attn." + name + ".rotated"});
-  }
-  g.reshape("self_attn.q.token", "self_attn.q.rotated", {b, h, d});
-  g.reshape("self_attn.k.token", "self_attn.k.rotated", {b, kv, d});
-  g.reshape("self_attn.v.token", "self_attn.v_proj.out", {b, kv, d});
-  g.node("self_attn.kv_cache", "kv_cache", dm->cache,
-         {"self_attn.q.token", "self_attn.k.token", "self_attn.v.token", "pos", "k_cache", "v_cache"}, {"self_attn.o"});
-  g.reshape("self_attn.o.rows", "self_attn.o", {b, h * d});
-  g.node("self_attn.o_proj", "gemv", dims({e, h * d}) + batch, {"self_attn.o_proj.weight", "self_attn.o.rows"},
-         {"self_attn.out"});
-  g.node("post_attention_layernorm", "rmsnorm", dims({b, e}) + eps, {"self_attn.out", "post_attention_layernorm.weight"},
-         {"attn.normed"});
-  g.reshape("attn.normed.b1e", "attn.normed", {b, 1, e});
-  g.node("residual_1", "add", dims({b, 1, e}) + with(g.layout_of("x", "b"), ":"), {"attn.normed.b1e", "x"}, {"h.b1e"});
-  g.reshape("h", "h.b1e", {b, e});
-  g.node("pre_feedforward_layernorm", "rmsnorm", dims({b, e}) + eps, {"h", "pre_feedforward_layernorm.weight"}, {"n2"});
-  g.node("mlp.gate_proj", "gemv", dims({f, e}) + batch, {"mlp.gate_proj.weight", "n2"}, {"mlp.gate"});
-  g.node("mlp.up_proj", "gemv", dims({f, e}) + batch, {"mlp.up_proj.weight", "n2"}, {"mlp.up"});
-  g.node("mlp.act", "geglu", dims({b, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
-  g.node("mlp.down_proj", "gemv", dims({e, f}) + batch, {"mlp.down_proj.weight", "mlp.act.out"}, {"mlp.out"});
-  g.node("post_feedforward_layernorm", "rmsnorm", dims({b, e}) + eps, {"mlp.out", "post_feedforward_layernorm.weight"},
-         {"mlp.normed"});
-  g.reshape("mlp.normed.b1e", "mlp.normed", {b, 1, e});
-  g.node("residual_2", "add", dims({b, 1, e}), {"mlp.normed.b1e", "h.b1e"}, {"y"});
+  gemma2::add_decode_layer(g, "", *dm, "x", "pos", "y", g.layout_of("x", "x"), g.layout_of("x", "b"));
   g.output("y");
   return g.finish();
 }
@@ -168,17 +200,8 @@ Status decode_step_inputs(const Problem& p, int step, std::vector<Tensor>& input
     for (int64_t i = 0; i < inputs[0].numel(); ++i) store_element(inputs[0].host_data(), inputs[0].dtype, i, rng.normal());
   auto* pos = static_cast<int32_t*>(inputs[1].host_data());
   for (int64_t b = 0; b < desc->batch; ++b) pos[b] = static_cast<int32_t>(desc->pos0(b) + step);
-  if (step == 0) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    for (size_t c : {2, 3}) {
-      Tensor& cache = inputs[c];
-      for (int64_t row = 0; row < desc->batch * desc->kv_heads * desc->capacity; ++row) {
-        const int64_t b = row / (desc->kv_heads * desc->capacity), at = row % desc->capacity;
-        if (at < desc->pos0(b) && at >= desc->first(desc->pos0(b))) continue;
-        for (int64_t e = 0; e < desc->d; ++e) store_element(cache.host_data(), cache.dtype, row * desc->d + e, nan);
-      }
-    }
-  }
+  if (step == 0)
+    for (size_t c : {2, 3}) DNNB_TRY(gemma2::nan_outside_held(*desc, inputs[c]));
   return Status::ok();
 }
 
