@@ -423,7 +423,8 @@ Status run_mlstm_bwd(OpCall& call) {
 }
 
 DNNB_REGISTER(register_kernel("mlstm_bwd", {DType::f32, DType::f16, DType::bf16},
-                              [](const Problem& p, const DeviceRuntime&) { return mlstm::supports_problem(p); }, run_mlstm_bwd));
+                              [](const Problem& p, const DeviceRuntime&) { return mlstm::supports_problem(p); }, run_mlstm_bwd,
+                              "", "", mlstm::compute_unit));
 
 }  // namespace
 }  // namespace dnnb::avx512

@@ -257,7 +257,7 @@ DNNB_AVX512 void attend_block(const Inputs& x, int64_t b, int64_t h, const Tile&
   }
 }
 
-// The ceiling a forward's products run against: bf16_dot where they run on pairs.
+// The ceiling an mLSTM kernel's products run against: bf16_dot where they run on pairs.
 inline std::string compute_unit(const Problem& p, const DeviceRuntime&) {
   return p.dtype == DType::bf16 && has_native_bf16 ? "bf16_dot" : "f32_fma";
 }
