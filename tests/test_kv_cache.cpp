@@ -1,7 +1,8 @@
 // kv_cache's problem rules (suites/ops/kv_cache_desc.h) and what its check catches: a kernel
 // that reads one position past a sequence's length meets the NaN the fill leaves there, and one
-// that does not store the token leaves the caches unlike the reference's. Both wrap the
-// registered reference, so the cases are the op's own random cases.
+// that does not store the token leaves the caches unlike the reference's; with Gemma 2's
+// attention, one that ignores the window reads the NaN before it and one that ignores the softcap
+// is off. All wrap the registered reference, so the cases are the op's own random cases.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -44,6 +45,8 @@ TEST(KvCache, BadProblemsNameTheirParameter) {
                            {"kv_cache:f16:2x4x16x64:kv=3", "kv=3"},
                            {"kv_cache:f16:2x4x16x64:steps=17", "steps=17"},
                            {"kv_cache:f16:2x4x16x64:lens=long", "lens=long"},
+                           {"kv_cache:f16:2x4x16x64:softcap=0", "softcap=0"},
+                           {"kv_cache:f16:2x4x16x64:window=0", "window=0"},
                            {"kv_cache:f16:2x4x16:kv=2", "BxHxCxD"}}) {
     auto p = Problem::parse(text);
     ASSERT_TRUE(p.is_ok()) << text;
@@ -52,6 +55,16 @@ TEST(KvCache, BadProblemsNameTheirParameter) {
     EXPECT_EQ(d.status().code, StatusCode::bad_input);
     EXPECT_NE(d.status().message.find(key), std::string::npos) << d.status().message;
   }
+}
+
+TEST(KvCache, WindowPositions) {
+  const auto d = desc("kv_cache:f32:3x4x40x64:kv=2,softcap=50,window=16");
+  EXPECT_EQ(d.softcap, 50);
+  EXPECT_EQ(d.window, 16);
+  EXPECT_EQ(d.first(37), 22);  // positions 22..37: 16
+  EXPECT_EQ(d.first(15), 0);
+  EXPECT_EQ(d.step0_positions(), 16 + 16 + 1);
+  EXPECT_EQ(desc("kv_cache:f32:3x4x40x64:kv=2").first(37), 0);
 }
 
 // The reference run on the call's inputs after `tamper` changed them (host memory: the cpu device).
@@ -115,6 +128,36 @@ TEST(KvCache, CheckCatchesReadsPastTheLengthAndAMissingStore) {
     CaseResult missing = run(no_store, problem);
     EXPECT_EQ(missing.status, StatusCode::mismatch) << problem;
   }
+}
+
+// The reference run as if the problem had no `key` (a kernel that ignores the parameter).
+Implementation ignoring(const char* variant) {
+  Implementation impl = tampered(variant, [](OpCall&, std::vector<Tensor>&) {});
+  const std::string key = std::strcmp(variant, "test_no_window") == 0 ? "window" : "softcap";
+  impl.run = [key](OpCall& call) -> Status {
+    Problem p = call.problem;
+    p.params.erase(key);
+    auto out = empty_tensor(scratch_host(), DType::f64, call.outputs[0].shape);
+    if (!out) return out.status();
+    std::vector<Tensor> outputs{*out};
+    DNNB_TRY(reference::kv_cache(p, call.inputs, outputs));
+    for (int64_t i = 0; i < out->numel(); ++i)
+      store_element(call.outputs[0].host_data(), call.outputs[0].dtype, i,
+                    static_cast<const double*>(out->host_data())[i]);
+    return Status::ok();
+  };
+  return impl;
+}
+
+TEST(KvCache, CheckCatchesAnIgnoredWindowOrSoftcap) {
+  const Implementation honest = tampered("test_honest", [](OpCall&, std::vector<Tensor>&) {});
+  const Implementation no_window = ignoring("test_no_window"), no_cap = ignoring("test_no_softcap");
+  const std::string problem = "kv_cache:bf16:3x4x40x64:kv=2,scale=1,softcap=5,window=16";
+  EXPECT_EQ(run(honest, problem).status, StatusCode::ok) << run(honest, problem).reason;
+  CaseResult wide = run(no_window, problem);
+  EXPECT_EQ(wide.status, StatusCode::mismatch);
+  EXPECT_NE(wide.reason.find("NaN"), std::string::npos) << wide.reason;
+  EXPECT_EQ(run(no_cap, problem).status, StatusCode::mismatch);
 }
 
 }  // namespace
