@@ -27,8 +27,6 @@
 // prefetch runs a fixed distance ahead in that read order, across pieces and on into the
 // thread's next task, because the hardware prefetchers lose a stream that jumps between rows
 // (and, past K ~ 11264 with one row at a time, one whose L1 also holds all of x).
-// DNNB_AVX512_GGML_{AHEAD,GROUP,XBYTES,TRANSPOSE_M,DIRECT_M} tune it while it is measured on
-// the many-core host (docs/ops-family4.md).
 #include <array>
 #include <cmath>
 #include <atomic>
@@ -382,13 +380,11 @@ DNNB_AVX512_VNNI void dot_piece_direct(const QuantX& xq, const ReadOrder& order,
 // The 16 lanes' sum, as _mm512_reduce_add_ps of the accumulator.
 DNNB_AVX512 float sum_lanes(const float* v) { return _mm512_reduce_add_ps(_mm512_loadu_ps(v)); }
 
-// The direct path's tuning, from the environment while it is measured (see run_direct).
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* env = std::getenv(name);
-  return env != nullptr && *env != '\0' ? std::strtoll(env, nullptr, 10) : fallback;
-}
-
 constexpr int kDirectRows = 8;  // M up to this reads w straight from its bytes
+// The direct path's read order (docs/ops-family4.md, measured on the 16-core host): prefetch
+// this far ahead in the read order, rows of w a task, bytes of x's segment kept in L1, and the
+// M from which x is transposed.
+constexpr int64_t kAheadBytes = 16384, kGroupRows = 8, kXSegmentBytes = 16384, kTransposeFromM = 2;
 
 // M <= kDirectRows: each task takes `group` rows of w and walks K in segments (whole chunks):
 // every row of the group over segment 0, then every row over segment 1, ... so the segment of
@@ -476,20 +472,16 @@ Status run_matmul_ggml(OpCall& call) {
 
   const size_t row_bytes = storage_bytes(w.dtype, w.strides[0]);
   const int64_t ys = y.strides[0];
-  static const int64_t direct_max = env_int("DNNB_AVX512_GGML_DIRECT_M", kDirectRows);
-  if (M <= std::min<int64_t>(direct_max, kDirectRows)) {
-    // 1 KiB ahead: the hardware streamer restarts at every 4 KiB page (as the reductions',
-    // kDefaultPrefetchAhead16bit); DNNB_AVX512_PREFETCH=0 turns it off.
-    static const int64_t ahead_bytes = env_int("DNNB_AVX512_GGML_AHEAD", 16384);
-    static const int64_t group = std::max<int64_t>(1, env_int("DNNB_AVX512_GGML_GROUP", 8));
-    // Chunks of 16 blocks per K segment: x's segment (M x 40 bytes a block) within xbytes.
-    static const int64_t xbytes = env_int("DNNB_AVX512_GGML_XBYTES", 16384);
-    const int64_t seg_chunks = xbytes > 0 ? std::max<int64_t>(1, xbytes / (M * kChunk * 40)) : 0;
-    const int64_t ahead = prefetch_level == 0 ? 0 : ahead_bytes;
+  if (M <= kDirectRows) {
+    // The software prefetch runs kAheadBytes ahead in the read order (the hardware streamer
+    // loses a stream that jumps between rows); DNNB_AVX512_PREFETCH=0 turns it off.
+    const int64_t group = kGroupRows;
+    // Chunks of 16 blocks per K segment: x's segment (M x 40 bytes a block) within kXSegmentBytes.
+    const int64_t seg_chunks = std::max<int64_t>(1, kXSegmentBytes / (M * kChunk * 40));
+    const int64_t ahead = prefetch_level == 0 ? 0 : kAheadBytes;
     const auto rb = static_cast<int64_t>(row_bytes);
     // x transposed (transpose_blocks) from this many rows on.
-    static const int64_t transpose_from = env_int("DNNB_AVX512_GGML_TRANSPOSE_M", 2);
-    const bool t = transpose_from > 0 && M >= transpose_from;
+    const bool t = M >= kTransposeFromM;
     if (t) transpose_x(xq, M);
     const bool q8 = d->w == DType::q8_0;
     if (q8 && t) run_direct_m<true, true>(M, xq, wp, rb, N, nb, yp, ys, ahead, group, seg_chunks);
