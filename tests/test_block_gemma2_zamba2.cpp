@@ -4,72 +4,18 @@
 // repro line, not an earlier or a later one.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstring>
-#include <string>
-#include <vector>
-
-#include "core/block.h"
-#include "core/check.h"
-#include "core/device.h"
-#include "core/host_device.h"
-#include "core/plan.h"
-#include "suites/blocks/block_spec.h"
+#include "tests/block_test_util.h"
 
 namespace dnnb {
 namespace {
-
-void scale_values(Tensor& t, double by) {
-  for (int64_t i = 0; i < t.numel(); ++i) store_element(t.host_data(), t.dtype, i, load_element(t.host_data(), t.dtype, i) * by);
-}
 
 TEST(BlockGemma2Zamba2, PerturbedNodeIsNamedOnAvx512) {
   for (const char* text : {"gemma2_layer:f32:1x11x32:ffn=48,head_dim=16,heads=4,kv=2,window=4",
                            "gemma2_layer:bf16:2x7x48:ffn=64,head_dim=8,heads=2,kv=1,qscale=12",
                            "zamba2_mlp:bf16:1x9x32:ffn=40,rank=4",
                            "zamba2_attn_layer:f32:1x9x32:adapter=1,ffn=40,heads=4,rank=4,rope=1"}) {
-    const Problem problem = *Problem::parse(text);
-    const OpSpec* spec = Registry::instance().find_op(problem.op);
-    ASSERT_NE(spec, nullptr) << text;
-    const Implementation* impl = Registry::instance().find_implementation(problem.op, "avx512", "");
-    DeviceRuntime* cpu = DeviceSet::instance().first(DeviceKind::cpu);
-    if (!impl || !cpu) GTEST_SKIP() << "no avx512 implementation in this build";
-    Status supported = impl->supports(problem, *cpu);
-    if (!supported.is_ok()) GTEST_SKIP() << supported.message;
-    auto sig = spec->signature(problem);
-    ASSERT_TRUE(sig.is_ok()) << sig.status().message;
-    auto inputs = make_random_inputs(*spec, problem, *sig);
-    ASSERT_TRUE(inputs.is_ok());
-    auto ws = make_workspace(*impl, problem, *cpu);
-    ASSERT_TRUE(ws.is_ok()) << ws.status().message;
-    auto y = empty_tensor(*cpu, sig->outputs[0].dtype, sig->outputs[0].shape);
-    ASSERT_TRUE(y.is_ok());
-    OpCall call{problem, *cpu, *inputs, {*y}, *ws};
-    ASSERT_TRUE(impl->run(call).is_ok()) << text;
-    EXPECT_NE(spec->explain_mismatch(*impl, call, *inputs).find("every node's output is within its allowance"), std::string::npos)
-        << text;
-
-    auto graph = block_graph(problem);
-    ASSERT_TRUE(graph.is_ok());
-    auto plan = plan_block(*graph, "avx512", *cpu);
-    ASSERT_TRUE(plan.is_ok());
-    auto values = bind_block(*graph, *plan, call);
-    ASSERT_TRUE(values.is_ok());
-    const auto allowance = value_allowances(*graph);
-    for (const BlockNode& node : graph->nodes) {
-      const std::string& out = node.outputs[0];
-      Tensor& t = values->at(out);
-      const size_t bytes = storage_bytes(t.dtype, t.numel());
-      std::vector<unsigned char> saved(bytes);
-      ASSERT_TRUE(t.is_contiguous()) << out;
-      std::memcpy(saved.data(), t.host_data(), bytes);
-      // 10 times the node's allowance (at least 2 ulps of bf16): outside it, as a wrong kernel would be.
-      scale_values(t, 1 + std::max(10 * allowance.at(out), 0x1p-6));
-      const std::string line = spec->explain_mismatch(*impl, call, *inputs);
-      EXPECT_NE(line.find("first divergent node: " + node.name + " ("), std::string::npos) << text << ": " << line;
-      EXPECT_NE(line.find("dnnblocks check --case '" + node.problem.to_string() + "@avx512"), std::string::npos) << line;
-      std::memcpy(t.host_data(), saved.data(), bytes);
-    }
+    block_test::expect_perturbed_node_named(text);
+    if (HasFatalFailure() || IsSkipped()) return;  // as a failed ASSERT or a skip in the test's own body
   }
 }
 
