@@ -1,10 +1,10 @@
 // layernorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b, biased variance.
 // Statistics in one pass over memory: each 4096-column block gets an exact two-pass mean and
 // sum of squared deviations while it sits in L1, and blocks (and column chunks) merge with
-// Chan's update (row_reduce.h), so there is no sum/sum-of-squares cancellation for rows with
+// Chan's update (layernorm_rows.h), so there is no sum/sum-of-squares cancellation for rows with
 // a large mean. A second pass writes y, prefetching the thread's next row into L2 as it
 // goes (NextRow, write_prefetching: avx512_common.h), so that DRAM reads go on meanwhile.
-#include "kernels/avx512/row_reduce.h"
+#include "kernels/avx512/layernorm_rows.h"
 
 namespace dnnb::avx512 {
 namespace {
@@ -27,9 +27,8 @@ DNNB_AVX512 void layernorm_write(const typename Fmt::storage* x, const typename 
 template <class Fmt>
 Status run_layernorm(OpCall& call) {
   using T = typename Fmt::storage;
-  auto eps = call.problem.get_double("eps", 1e-5);
-  if (!eps) return eps.status();
-  const float epsilon = static_cast<float>(*eps);
+  auto epsilon = norm_epsilon(call, 1e-5);
+  if (!epsilon) return epsilon.status();
   auto x = host_rows(call.inputs.at(0));
   if (!x) return x.status();
   auto y = host_rows(call.outputs.at(0));
@@ -41,21 +40,15 @@ Status run_layernorm(OpCall& call) {
   if (!b) return b.status();
   const int64_t cols = x->cols();
   const bool stream = stream_rows(*y, tensor_bytes(call.inputs.at(0)));
-  for_each_row<MeanM2>(
-      x->rows(), cols,
-      [&](int64_t r, int64_t c0, int64_t n) { return mean_m2_span<Fmt>(read_span<T>(*x, r, c0, n, 0), n); },
-      merge_mean_m2,
-      [&](int64_t r, int64_t c0, int64_t n, const MeanM2& row) {
-        const float var = row.m2 / static_cast<float>(cols);
-        const float rstd = 1.0f / std::sqrt(var + epsilon);
-        T* dst = write_span<T>(*y, r, c0, n, 2);
-        const T* src = read_span<T>(*x, r, c0, n, 0);
-        // Whole rows (n == cols): the next row is prefetched piece by piece while this one is written.
-        write_prefetching(n, n == cols ? next_row_of(*x, r) : NextRow{}, [&](int64_t c, int64_t k) {
-          layernorm_write<Fmt>(src + c, *w + c0 + c, *b + c0 + c, k, row.mean, rstd, dst + c, stream);
-        });
-        commit_span(*y, r, c0, n, dst);
-      });
+  for_each_layernorm_row<Fmt>(*x, *epsilon, [&](int64_t r, int64_t c0, int64_t n, float mean, float rstd) {
+    T* dst = write_span<T>(*y, r, c0, n, 2);
+    const T* src = read_span<T>(*x, r, c0, n, 0);
+    // Whole rows (n == cols): the next row is prefetched piece by piece while this one is written.
+    write_prefetching(n, n == cols ? next_row_of(*x, r) : NextRow{}, [&](int64_t c, int64_t k) {
+      layernorm_write<Fmt>(src + c, *w + c0 + c, *b + c0 + c, k, mean, rstd, dst + c, stream);
+    });
+    commit_span(*y, r, c0, n, dst);
+  });
   return Status::ok();
 }
 
