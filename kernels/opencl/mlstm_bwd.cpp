@@ -26,21 +26,21 @@ size_t cols_local_bytes(const ops::MlstmDesc& d, const SdpaTiles& t) {
 }
 
 Status run_mlstm_bwd(OpCall& call) {
-  auto device = opencl_device(call);
-  if (!device) return device.status();
-  auto d = ops::mlstm_desc(call.problem);
-  if (!d) return d.status();
-  const DType dtype = call.problem.dtype;
-  std::vector<MlstmOperand> in = mlstm_sequence_inputs(*d, dtype);
-  in.push_back({"dh", ops::mlstm_v_shape(*d), dtype});
-  in.push_back({"n", ops::mlstm_gate_shape(*d), DType::f32});
-  in.push_back({"m", ops::mlstm_gate_shape(*d), DType::f32});
+  auto run = mlstm_run(call);
+  if (!run) return run.status();
+  OpenCLDevice& device = *run->device;
+  const ops::MlstmDesc& d = run->d;
+  const DType dtype = run->dtype;
+  std::vector<MlstmOperand> in = mlstm_sequence_inputs(d, dtype);
+  in.push_back({"dh", ops::mlstm_v_shape(d), dtype});
+  in.push_back({"n", ops::mlstm_gate_shape(d), DType::f32});
+  in.push_back({"m", ops::mlstm_gate_shape(d), DType::f32});
   DNNB_TRY(check_mlstm_call(call, in,
-                            {{"dq", ops::mlstm_qk_shape(*d), dtype},
-                             {"dk", ops::mlstm_qk_shape(*d), dtype},
-                             {"dv", ops::mlstm_v_shape(*d), dtype},
-                             {"di", ops::mlstm_gate_shape(*d), DType::f32},
-                             {"df", ops::mlstm_gate_shape(*d), DType::f32}}));
+                            {{"dq", ops::mlstm_qk_shape(d), dtype},
+                             {"dk", ops::mlstm_qk_shape(d), dtype},
+                             {"dv", ops::mlstm_v_shape(d), dtype},
+                             {"di", ops::mlstm_gate_shape(d), DType::f32},
+                             {"df", ops::mlstm_gate_shape(d), DType::f32}}));
   const Tensor& q = call.inputs[0];
   const Tensor& k = call.inputs[1];
   const Tensor& v = call.inputs[2];
@@ -53,45 +53,45 @@ Status run_mlstm_bwd(OpCall& call) {
   const Tensor& di = call.outputs[3];
   const Tensor& df = call.outputs[4];
   auto row_tiles =
-      mlstm_tiles(**device, *d, [&](const SdpaTiles& t) { return rows_local_bytes(*d, t); }, "mlstm_bwd");
+      mlstm_tiles(device, d, [&](const SdpaTiles& t) { return rows_local_bytes(d, t); }, "mlstm_bwd");
   if (!row_tiles) return row_tiles.status();
   auto col_tiles =
-      mlstm_tiles(**device, *d, [&](const SdpaTiles& t) { return cols_local_bytes(*d, t); }, "mlstm_bwd");
+      mlstm_tiles(device, d, [&](const SdpaTiles& t) { return cols_local_bytes(d, t); }, "mlstm_bwd");
   if (!col_tiles) return col_tiles.status();
   static const std::string source = mlstm_source(opencl_source::mlstm_bwd);
   const std::string options = mlstm_options(
-      **device, dtype, *d, row_tiles->lanes,
+      device, dtype, d, row_tiles->lanes,
       "-DSDPA_BQ=" + std::to_string(row_tiles->rows) + " -DSDPA_BK=" + std::to_string(row_tiles->walk) +
           " -DSDPA_BN=" + std::to_string(col_tiles->rows) + " -DSDPA_BM=" + std::to_string(col_tiles->walk));
-  auto gates_kernel = opencl_kernel(**device, "mlstm_bwd", source, "mlstm_gates", options);
+  auto gates_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_gates", options);
   if (!gates_kernel) return gates_kernel.status();
-  auto rows_kernel = opencl_kernel(**device, "mlstm_bwd", source, "mlstm_bwd_rows", options);
+  auto rows_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_bwd_rows", options);
   if (!rows_kernel) return rows_kernel.status();
-  auto cols_kernel = opencl_kernel(**device, "mlstm_bwd", source, "mlstm_bwd_cols", options);
+  auto cols_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_bwd_cols", options);
   if (!cols_kernel) return cols_kernel.status();
-  auto df_kernel = opencl_kernel(**device, "mlstm_bwd", source, "mlstm_bwd_df", options);
+  auto df_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_bwd_df", options);
   if (!df_kernel) return df_kernel.status();
 
   // Scratch: the gates' arrays, then each row's (den, drs, dm, dm_n) as float4 from the first
   // float4 boundary past them (rows_at; the kernels take the one buffer and that offset).
-  const size_t gates_bytes = mlstm_gates_bytes(*d);
+  const size_t gates_bytes = mlstm_gates_bytes(d);
   const size_t rows_at = (gates_bytes + 15) / 16;  // in float4
-  const size_t positions = static_cast<size_t>(d->batch * d->heads * d->s);
-  auto scratch = (*device)->scratch(16 * (rows_at + positions));
+  const size_t positions = static_cast<size_t>(d.batch * d.heads * d.s);
+  auto scratch = device.scratch(16 * (rows_at + positions));
   if (!scratch) return scratch.status();
-  DNNB_TRY(launch_mlstm_gates(**device, *gates_kernel, call.inputs[3], f, *scratch, *d, false,
+  DNNB_TRY(launch_mlstm_gates(device, *gates_kernel, call.inputs[3], f, *scratch, d, false,
                               "mlstm_bwd/mlstm_gates"));
   const cl_long rows_offset = static_cast<cl_long>(rows_at);
-  const ClMlstmDims dims = mlstm_dims(*d);
-  const cl_float scale = static_cast<cl_float>(d->scale());
+  const ClMlstmDims dims = mlstm_dims(d);
+  const cl_float scale = static_cast<cl_float>(d.scale());
 
   KernelArgs rows_args(*rows_kernel);
   rows_args.add(cl_buffer(q)).add(mlstm_view(q)).add(cl_buffer(k)).add(mlstm_view(k)).add(cl_buffer(v));
   rows_args.add(mlstm_view(v)).add(cl_buffer(dh)).add(mlstm_view(dh)).add(cl_buffer(n)).add(mlstm_view(n));
   rows_args.add(*scratch).add(rows_offset).add(cl_buffer(dq)).add(mlstm_view(dq)).add(dims).add(scale);
-  rows_args.add(static_cast<cl_float>(d->eps));
+  rows_args.add(static_cast<cl_float>(d.eps));
   DNNB_TRY(rows_args.status());
-  DNNB_TRY(launch_sdpa_tiles(**device, *rows_kernel, d->batch * d->heads * sdpa_ceil_div(d->s, row_tiles->rows),
+  DNNB_TRY(launch_sdpa_tiles(device, *rows_kernel, d.batch * d.heads * sdpa_ceil_div(d.s, row_tiles->rows),
                              *row_tiles, "mlstm_bwd/mlstm_bwd_rows"));
 
   KernelArgs cols_args(*cols_kernel);
@@ -100,14 +100,14 @@ Status run_mlstm_bwd(OpCall& call) {
   cols_args.add(cl_buffer(dk)).add(mlstm_view(dk)).add(cl_buffer(dv)).add(mlstm_view(dv)).add(cl_buffer(di));
   cols_args.add(mlstm_view(di)).add(dims).add(scale);
   DNNB_TRY(cols_args.status());
-  DNNB_TRY(launch_sdpa_tiles(**device, *cols_kernel, d->batch * d->heads * sdpa_ceil_div(d->s, col_tiles->rows),
+  DNNB_TRY(launch_sdpa_tiles(device, *cols_kernel, d.batch * d.heads * sdpa_ceil_div(d.s, col_tiles->rows),
                              *col_tiles, "mlstm_bwd/mlstm_bwd_cols"));
 
   KernelArgs df_args(*df_kernel);
   df_args.add(cl_buffer(f)).add(mlstm_view(f)).add(*scratch).add(rows_offset).add(cl_buffer(di)).add(mlstm_view(di));
   df_args.add(cl_buffer(df)).add(mlstm_view(df)).add(dims);
   DNNB_TRY(df_args.status());
-  return launch_flat(**device, *df_kernel, d->batch * d->heads, "mlstm_bwd/mlstm_bwd_df", 1);
+  return launch_flat(device, *df_kernel, d.batch * d.heads, "mlstm_bwd/mlstm_bwd_df", 1);
 }
 
 bool register_mlstm_bwd() { return register_opencl("mlstm_bwd", float_dtypes(), run_mlstm_bwd); }

@@ -44,53 +44,35 @@ Result<ChunkTiles> chunk_tiles(const OpenCLDevice& device, const ops::MlstmDesc&
 }
 
 Status run_mlstm_chunkwise(OpCall& call) {
-  auto device = opencl_device(call);
-  if (!device) return device.status();
-  auto d = ops::mlstm_desc(call.problem);
-  if (!d) return d.status();
-  const DType dtype = call.problem.dtype;
-  DNNB_TRY(check_mlstm_call(call, mlstm_sequence_inputs(*d, dtype),
-                            {{"h", ops::mlstm_v_shape(*d), dtype},
-                             {"c_last", ops::mlstm_c_state_shape(*d), DType::f32},
-                             {"n_last", ops::mlstm_n_state_shape(*d), DType::f32},
-                             {"m_last", ops::mlstm_m_state_shape(*d), DType::f32}}));
-  const Tensor& q = call.inputs[0];
-  const Tensor& k = call.inputs[1];
-  const Tensor& v = call.inputs[2];
-  const Tensor& h = call.outputs[0];
-  const Tensor& c_last = call.outputs[1];
-  const Tensor& n_last = call.outputs[2];
-  const Tensor& m_last = call.outputs[3];
-  auto tiles = chunk_tiles(**device, *d);
+  auto run = mlstm_run(call);
+  if (!run) return run.status();
+  OpenCLDevice& device = *run->device;
+  const ops::MlstmDesc& d = run->d;
+  const DType dtype = run->dtype;
+  DNNB_TRY(check_mlstm_call(call, mlstm_sequence_inputs(d, dtype),
+                            {{"h", ops::mlstm_v_shape(d), dtype},
+                             {"c_last", ops::mlstm_c_state_shape(d), DType::f32},
+                             {"n_last", ops::mlstm_n_state_shape(d), DType::f32},
+                             {"m_last", ops::mlstm_m_state_shape(d), DType::f32}}));
+  auto tiles = chunk_tiles(device, d);
   if (!tiles) return tiles.status();
   static const std::string source = mlstm_source(opencl_source::mlstm_chunkwise);
   const std::string options =
-      mlstm_options(**device, dtype, *d, 1,
+      mlstm_options(device, dtype, d, 1,
                     "-DSDPA_BQ=1 -DSDPA_BK=1 -DMLSTM_WG=" + std::to_string(tiles->wg) +
                         " -DMLSTM_LC=" + std::to_string(tiles->lc) + " -DMLSTM_VT=" + std::to_string(tiles->vt));
-  auto gates_kernel = opencl_kernel(**device, "mlstm_chunkwise", source, "mlstm_gates", options);
+  auto gates_kernel = opencl_kernel(device, "mlstm_chunkwise", source, "mlstm_gates", options);
   if (!gates_kernel) return gates_kernel.status();
-  auto kernel = opencl_kernel(**device, "mlstm_chunkwise", source, "mlstm_chunkwise_fwd", options);
+  auto kernel = opencl_kernel(device, "mlstm_chunkwise", source, "mlstm_chunkwise_fwd", options);
   if (!kernel) return kernel.status();
-  auto gates = (*device)->scratch(mlstm_gates_bytes(*d));
+  auto gates = device.scratch(mlstm_gates_bytes(d));
   if (!gates) return gates.status();
-  DNNB_TRY(launch_mlstm_gates(**device, *gates_kernel, call.inputs[3], call.inputs[4], *gates, *d, true,
+  DNNB_TRY(launch_mlstm_gates(device, *gates_kernel, call.inputs[3], call.inputs[4], *gates, d, true,
                               "mlstm_chunkwise/mlstm_gates"));
 
-  KernelArgs args(*kernel);
-  args.add(cl_buffer(q)).add(mlstm_view(q)).add(cl_buffer(k)).add(mlstm_view(k)).add(cl_buffer(v)).add(mlstm_view(v));
-  args.add(*gates).add(cl_buffer(h)).add(mlstm_view(h)).add(cl_buffer(c_last)).add(mlstm_view(c_last));
-  args.add(cl_buffer(n_last)).add(mlstm_view(n_last)).add(cl_buffer(m_last)).add(mlstm_view(m_last));
-  args.add(mlstm_dims(*d)).add(static_cast<cl_float>(d->scale())).add(static_cast<cl_float>(d->eps));
-  DNNB_TRY(args.status());
-  auto fits = row_kernel_fits(**device, *kernel, static_cast<size_t>(tiles->wg));
-  if (!fits) return fits.status();
-  if (!*fits)
-    return Status::unsupported("opencl mlstm_chunkwise: the kernel cannot run work-groups of " +
-                               std::to_string(tiles->wg) + " items on this device");
-  const size_t local = static_cast<size_t>(tiles->wg);
-  const size_t global = static_cast<size_t>(d->batch * d->heads * sdpa_ceil_div(d->dv, tiles->vt)) * local;
-  return enqueue(**device, *kernel, 1, &global, &local, "mlstm_chunkwise/mlstm_chunkwise_fwd");
+  // q, k, v (i and f only through the gates), the gates, h, c_last, n_last, m_last.
+  DNNB_TRY(set_mlstm_forward_args(*kernel, call, 3, *gates, d));
+  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, tiles->vt), static_cast<size_t>(tiles->wg), "mlstm_chunkwise/mlstm_chunkwise_fwd");
 }
 
 bool register_mlstm_chunkwise() {

@@ -43,6 +43,53 @@ inline ClSdpaView mlstm_view(const Tensor& t) {
   return v;
 }
 
+// Adds an operand's buffer and then its view (dnnb_sdpa_view), the pair every mLSTM kernel
+// takes per tensor.
+inline KernelArgs& add_mlstm_operand(KernelArgs& args, const Tensor& t) {
+  return args.add(cl_buffer(t)).add(mlstm_view(t));
+}
+
+// What every mLSTM op's run starts from: the call's device, the problem's desc and dtype.
+struct MlstmRun {
+  OpenCLDevice* device;
+  ops::MlstmDesc d;
+  DType dtype;
+};
+
+inline Result<MlstmRun> mlstm_run(OpCall& call) {
+  auto device = opencl_device(call);
+  if (!device) return device.status();
+  auto d = ops::mlstm_desc(call.problem);
+  if (!d) return d.status();
+  return MlstmRun{*device, *d, call.problem.dtype};
+}
+
+// `groups` work-groups of `items` items, one dimension; unsupported when the compiled kernel
+// cannot run that many items on this device.
+inline Status launch_mlstm_groups(OpenCLDevice& device, cl_kernel kernel, int64_t groups, size_t items,
+                                  const std::string& what) {
+  auto fits = row_kernel_fits(device, kernel, items);
+  if (!fits) return fits.status();
+  if (!*fits)
+    return Status::unsupported("opencl " + what + ": the kernel cannot run work-groups of " + std::to_string(items) +
+                               " items on this device");
+  const size_t global = static_cast<size_t>(groups) * items;
+  return enqueue(device, kernel, 1, &global, &items, what);
+}
+
+// Sets the arguments of the forward kernels (mlstm_fwd, mlstm_chunkwise_fwd, mlstm_step), which
+// all take: the first `inputs` inputs (operand each), the gate pre-pass's scratch unless `gates`
+// is null (mlstm_step has none), every output, then the dims, scale and eps.
+inline Status set_mlstm_forward_args(cl_kernel kernel, const OpCall& call, size_t inputs, cl_mem gates,
+                                     const ops::MlstmDesc& d) {
+  KernelArgs args(kernel);
+  for (size_t i = 0; i < inputs; ++i) add_mlstm_operand(args, call.inputs[i]);
+  if (gates != nullptr) args.add(gates);
+  for (const Tensor& t : call.outputs) add_mlstm_operand(args, t);
+  args.add(mlstm_dims(d)).add(static_cast<cl_float>(d.scale())).add(static_cast<cl_float>(d.eps));
+  return args.status();
+}
+
 // One operand of a signature: its name, shape and dtype.
 struct MlstmOperand {
   const char* name;
@@ -134,16 +181,9 @@ inline size_t mlstm_gates_bytes(const ops::MlstmDesc& d) {
 inline Status launch_mlstm_gates(OpenCLDevice& device, cl_kernel kernel, const Tensor& ig, const Tensor& fg,
                                  cl_mem gates, const ops::MlstmDesc& d, bool clamp_zero, const std::string& what) {
   KernelArgs args(kernel);
-  args.add(cl_buffer(ig)).add(mlstm_view(ig)).add(cl_buffer(fg)).add(mlstm_view(fg)).add(gates);
-  args.add(mlstm_dims(d)).add(cl_int{clamp_zero ? 1 : 0});
+  add_mlstm_operand(add_mlstm_operand(args, ig), fg).add(gates).add(mlstm_dims(d)).add(cl_int{clamp_zero ? 1 : 0});
   DNNB_TRY(args.status());
-  auto fits = row_kernel_fits(device, kernel, kMlstmGatesItems);
-  if (!fits) return fits.status();
-  if (!*fits)
-    return Status::unsupported("opencl " + what + ": the kernel cannot run work-groups of " +
-                               std::to_string(kMlstmGatesItems) + " items on this device");
-  const size_t global = static_cast<size_t>(d.batch * d.heads) * kMlstmGatesItems;
-  return enqueue(device, kernel, 1, &global, &kMlstmGatesItems, what);
+  return launch_mlstm_groups(device, kernel, d.batch * d.heads, kMlstmGatesItems, what);
 }
 
 }  // namespace dnnb::opencl

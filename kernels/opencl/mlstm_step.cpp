@@ -13,46 +13,35 @@ namespace {
 constexpr int64_t kStepItems = 64;
 
 Status run_mlstm_step(OpCall& call) {
-  auto device = opencl_device(call);
-  if (!device) return device.status();
-  auto d = ops::mlstm_desc(call.problem);
-  if (!d) return d.status();
-  const DType dtype = call.problem.dtype;
-  if (d->s != 1)
-    return Status::bad_input("opencl mlstm_step: the shape's S is " + std::to_string(d->s) +
+  auto run = mlstm_run(call);
+  if (!run) return run.status();
+  OpenCLDevice& device = *run->device;
+  const ops::MlstmDesc& d = run->d;
+  const DType dtype = run->dtype;
+  if (d.s != 1)
+    return Status::bad_input("opencl mlstm_step: the shape's S is " + std::to_string(d.s) +
                              "; a step takes one token (S = 1)");
-  const Shape qk{d->batch, d->heads, d->dqk}, vs{d->batch, d->heads, d->dv}, g{d->batch, d->heads};
+  const Shape qk{d.batch, d.heads, d.dqk}, vs{d.batch, d.heads, d.dv}, g{d.batch, d.heads};
   DNNB_TRY(check_mlstm_call(call,
                             {{"q", qk, dtype},
                              {"k", qk, dtype},
                              {"v", vs, dtype},
                              {"i", g, DType::f32},
                              {"f", g, DType::f32},
-                             {"c", ops::mlstm_c_state_shape(*d), DType::f32},
-                             {"n", ops::mlstm_n_state_shape(*d), DType::f32},
-                             {"m", ops::mlstm_m_state_shape(*d), DType::f32}},
+                             {"c", ops::mlstm_c_state_shape(d), DType::f32},
+                             {"n", ops::mlstm_n_state_shape(d), DType::f32},
+                             {"m", ops::mlstm_m_state_shape(d), DType::f32}},
                             {{"h", vs, dtype},
-                             {"c_new", ops::mlstm_c_state_shape(*d), DType::f32},
-                             {"n_new", ops::mlstm_n_state_shape(*d), DType::f32},
-                             {"m_new", ops::mlstm_m_state_shape(*d), DType::f32}}));
+                             {"c_new", ops::mlstm_c_state_shape(d), DType::f32},
+                             {"n_new", ops::mlstm_n_state_shape(d), DType::f32},
+                             {"m_new", ops::mlstm_m_state_shape(d), DType::f32}}));
   static const std::string source = mlstm_source(opencl_source::mlstm_step);
   const std::string options =
-      mlstm_options(**device, dtype, *d, 1, "-DSDPA_BQ=1 -DSDPA_BK=1 -DMLSTM_WG=" + std::to_string(kStepItems));
-  auto kernel = opencl_kernel(**device, "mlstm_step", source, "mlstm_step", options);
+      mlstm_options(device, dtype, d, 1, "-DSDPA_BQ=1 -DSDPA_BK=1 -DMLSTM_WG=" + std::to_string(kStepItems));
+  auto kernel = opencl_kernel(device, "mlstm_step", source, "mlstm_step", options);
   if (!kernel) return kernel.status();
-  KernelArgs args(*kernel);
-  for (const Tensor& t : call.inputs) args.add(cl_buffer(t)).add(mlstm_view(t));
-  for (const Tensor& t : call.outputs) args.add(cl_buffer(t)).add(mlstm_view(t));
-  args.add(mlstm_dims(*d)).add(static_cast<cl_float>(d->scale())).add(static_cast<cl_float>(d->eps));
-  DNNB_TRY(args.status());
-  auto fits = row_kernel_fits(**device, *kernel, static_cast<size_t>(kStepItems));
-  if (!fits) return fits.status();
-  if (!*fits)
-    return Status::unsupported("opencl mlstm_step: the kernel cannot run work-groups of " +
-                               std::to_string(kStepItems) + " items on this device");
-  const size_t local = static_cast<size_t>(kStepItems);
-  const size_t global = static_cast<size_t>(d->batch * d->heads * sdpa_ceil_div(d->dv, kStepItems)) * local;
-  return enqueue(**device, *kernel, 1, &global, &local, "mlstm_step/mlstm_step");
+  DNNB_TRY(set_mlstm_forward_args(*kernel, call, call.inputs.size(), nullptr, d));
+  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, kStepItems), static_cast<size_t>(kStepItems), "mlstm_step/mlstm_step");
 }
 
 bool register_mlstm_step() { return register_opencl("mlstm_step", float_dtypes(), run_mlstm_step); }
