@@ -15,26 +15,15 @@
 // Inputs: x [B, 1, E], pos [B] i32, k_cache and v_cache [B, KV, C, D] (state, updated in place),
 // the 11 weights by their state_dict names; output y [B, 1, E].
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "suites/blocks/block_spec.h"
 #include "suites/blocks/gemma2_decode.h"
+#include "suites/blocks/graph_text.h"
 #include "suites/ops/kv_cache_desc.h"
 
 namespace dnnb {
-namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-}  // namespace
-
 namespace gemma2 {
 
 Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string& steps, const std::string& lens,
@@ -70,8 +59,8 @@ Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string&
   if (!softcap) return softcap.status();
   if (!(*softcap >= 0)) return Status::bad_input(p.op + ": softcap=" + p.get("softcap") + " must be 0 (none) or positive");
   // kv_cache's parameters in sorted order (a problem's text round-trips).
-  x.cache = dims({x.b, x.h, ctx, x.d}) + ":kv=" + std::to_string(x.kv) + ",lens=" + lens +
-            ",scale=" + number(1.0 / std::sqrt(*qscale));
+  x.cache = shape_text({x.b, x.h, ctx, x.d}) + ":kv=" + std::to_string(x.kv) + ",lens=" + lens +
+            ",scale=" + number_text(1.0 / std::sqrt(*qscale));
   if (*softcap > 0) x.cache += ",softcap=" + p.get("softcap", "50");
   x.cache += ",steps=" + steps;
   if (!window.empty()) x.cache += ",window=" + window;
@@ -98,18 +87,18 @@ void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& 
   g.weight(at + "pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
   g.weight(at + "post_feedforward_layernorm.weight", {e}, BlockInit::shift);
 
-  g.node(at + "input_layernorm", "rmsnorm", dims({b, 1, e}) + dm.eps + (x_norm_layout.empty() ? "" : "," + x_norm_layout),
+  g.node(at + "input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + with(x_norm_layout, ","),
          {x, at + "input_layernorm.weight"}, {at + "n1.b1e"});
   g.reshape(at + "n1", at + "n1.b1e", {b, e});
   // rope reads positions [B, S]: the one token's, as a view of pos.
   g.reshape(at + "pos.bs", pos, {b, 1});
   for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
     const std::string proj = at + "self_attn." + name + "_proj";
-    g.node(proj, "gemv", dims({nh * d, e}) + batch, {proj + ".weight", at + "n1"}, {proj + ".out"});
+    g.node(proj, "gemv", shape_text({nh * d, e}) + batch, {proj + ".weight", at + "n1"}, {proj + ".out"});
     // One token: [B, heads x D] is already [B, heads, 1, D] in memory (no permute).
     g.reshape(at + "self_attn." + name, proj + ".out", {b, nh, 1, d});
     if (name != "v")
-      g.node(at + "self_attn." + name + "_rope", "rope", dims({b, nh, 1, d}) + dm.theta + ",pos.dt=i32",
+      g.node(at + "self_attn." + name + "_rope", "rope", shape_text({b, nh, 1, d}) + dm.theta + ",pos.dt=i32",
              {at + "self_attn." + name, at + "pos.bs"}, {at + "self_attn." + name + ".rotated"});
   }
   g.reshape(at + "self_attn.q.token", at + "self_attn.q.rotated", {b, h, d});
@@ -120,25 +109,25 @@ void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& 
           at + "v_cache"},
          {at + "self_attn.o"});
   g.reshape(at + "self_attn.o.rows", at + "self_attn.o", {b, h * d});
-  g.node(at + "self_attn.o_proj", "gemv", dims({e, h * d}) + batch,
+  g.node(at + "self_attn.o_proj", "gemv", shape_text({e, h * d}) + batch,
          {at + "self_attn.o_proj.weight", at + "self_attn.o.rows"}, {at + "self_attn.out"});
-  g.node(at + "post_attention_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+  g.node(at + "post_attention_layernorm", "rmsnorm", shape_text({b, e}) + dm.eps,
          {at + "self_attn.out", at + "post_attention_layernorm.weight"}, {at + "attn.normed"});
   g.reshape(at + "attn.normed.b1e", at + "attn.normed", {b, 1, e});
-  g.node(at + "residual_1", "add", dims({b, 1, e}) + (x_add_layout.empty() ? "" : ":" + x_add_layout),
+  g.node(at + "residual_1", "add", shape_text({b, 1, e}) + with(x_add_layout, ":"),
          {at + "attn.normed.b1e", x}, {at + "h.b1e"});
   g.reshape(at + "h", at + "h.b1e", {b, e});
-  g.node(at + "pre_feedforward_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+  g.node(at + "pre_feedforward_layernorm", "rmsnorm", shape_text({b, e}) + dm.eps,
          {at + "h", at + "pre_feedforward_layernorm.weight"}, {at + "n2"});
-  g.node(at + "mlp.gate_proj", "gemv", dims({f, e}) + batch, {at + "mlp.gate_proj.weight", at + "n2"}, {at + "mlp.gate"});
-  g.node(at + "mlp.up_proj", "gemv", dims({f, e}) + batch, {at + "mlp.up_proj.weight", at + "n2"}, {at + "mlp.up"});
-  g.node(at + "mlp.act", "geglu", dims({b, f}), {at + "mlp.gate", at + "mlp.up"}, {at + "mlp.act.out"});
-  g.node(at + "mlp.down_proj", "gemv", dims({e, f}) + batch, {at + "mlp.down_proj.weight", at + "mlp.act.out"},
+  g.node(at + "mlp.gate_proj", "gemv", shape_text({f, e}) + batch, {at + "mlp.gate_proj.weight", at + "n2"}, {at + "mlp.gate"});
+  g.node(at + "mlp.up_proj", "gemv", shape_text({f, e}) + batch, {at + "mlp.up_proj.weight", at + "n2"}, {at + "mlp.up"});
+  g.node(at + "mlp.act", "geglu", shape_text({b, f}), {at + "mlp.gate", at + "mlp.up"}, {at + "mlp.act.out"});
+  g.node(at + "mlp.down_proj", "gemv", shape_text({e, f}) + batch, {at + "mlp.down_proj.weight", at + "mlp.act.out"},
          {at + "mlp.out"});
-  g.node(at + "post_feedforward_layernorm", "rmsnorm", dims({b, e}) + dm.eps,
+  g.node(at + "post_feedforward_layernorm", "rmsnorm", shape_text({b, e}) + dm.eps,
          {at + "mlp.out", at + "post_feedforward_layernorm.weight"}, {at + "mlp.normed"});
   g.reshape(at + "mlp.normed.b1e", at + "mlp.normed", {b, 1, e});
-  g.node(at + "residual_2", "add", dims({b, 1, e}), {at + "mlp.normed.b1e", at + "h.b1e"}, {y});
+  g.node(at + "residual_2", "add", shape_text({b, 1, e}), {at + "mlp.normed.b1e", at + "h.b1e"}, {y});
 }
 
 Status nan_outside_held(const ops::KvCacheDesc& desc, Tensor& cache) {

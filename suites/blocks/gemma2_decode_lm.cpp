@@ -23,11 +23,10 @@
 
 #include "suites/blocks/block_spec.h"
 #include "suites/blocks/gemma2_decode.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb {
 namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
 
 struct Config {
   int64_t vocab = 1, prompt = 1, steps = 1, layers = 2;
@@ -82,9 +81,9 @@ Result<BlockGraph> build_gemma2_lm(const Problem& p) {
   // table cannot take one: an operand param is split at the key's first dot, and the table's
   // state_dict name has dots.
   const std::string ids_layout = g.layout_of("ids", "ids");
-  g.node("model.embed_tokens", "embedding", dims({b, v, e}) + (ids_layout.empty() ? "" : ":" + ids_layout),
+  g.node("model.embed_tokens", "embedding", shape_text({b, v, e}) + with(ids_layout, ":"),
          {"ids", "model.embed_tokens.weight"}, {"embedded"});
-  g.node("model.embed_tokens.scale", "mul", dims({b, e}) + ":b=1", {"embedded", "embed_scale"}, {"h0"});
+  g.node("model.embed_tokens.scale", "mul", shape_text({b, e}) + ":b=1", {"embedded", "embed_scale"}, {"h0"});
   g.reshape("h0.b1e", "h0", {b, 1, e});
   std::string h = "h0.b1e";
   for (int64_t i = 0; i < cfg->layers; ++i) {
@@ -93,15 +92,15 @@ Result<BlockGraph> build_gemma2_lm(const Problem& p) {
     h = out;
   }
   g.weight("model.norm.weight", {e}, BlockInit::shift);
-  g.node("model.norm", "rmsnorm", dims({b, 1, e}) + dm.eps, {h, "model.norm.weight"}, {"normed.b1e"});
+  g.node("model.norm", "rmsnorm", shape_text({b, 1, e}) + dm.eps, {h, "model.norm.weight"}, {"normed.b1e"});
   g.reshape("normed", "normed.b1e", {b, e});
   const std::string logits = cfg->final_softcap > 0 ? "lm_head.out" : "logits";
-  g.node("lm_head", "gemv", dims({v, e}) + ":batch=" + std::to_string(b), {"model.embed_tokens.weight", "normed"},
+  g.node("lm_head", "gemv", shape_text({v, e}) + ":batch=" + std::to_string(b), {"model.embed_tokens.weight", "normed"},
          {logits});
   if (cfg->final_softcap > 0) {
-    const std::string rows = dims({b, v}) + ":b=1";
+    const std::string rows = shape_text({b, v}) + ":b=1";
     g.node("final_softcap.div", "div", rows, {logits, "final_softcap"}, {"logits.scaled"});
-    g.node("final_softcap.tanh", "tanh", dims({b, v}), {"logits.scaled"}, {"logits.tanh"});
+    g.node("final_softcap.tanh", "tanh", shape_text({b, v}), {"logits.scaled"}, {"logits.tanh"});
     g.node("final_softcap.mul", "mul", rows, {"logits.tanh", "final_softcap"}, {"logits"});
   }
   g.output("logits");

@@ -14,22 +14,13 @@
 // Problem "BxSxE:heads=H,kv=KV,head_dim=D,ffn=F[,window=W][,qscale=Q (default D)][,softcap=C
 // (default 50; 0: none)][,eps=1e-6][,theta=10000]"; no biases.
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb {
 namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
@@ -54,7 +45,7 @@ Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   if (!(*softcap >= 0)) return Status::bad_input(p.op + ": softcap=" + p.get("softcap") + " must be 0 (none) or positive");
   const std::string eps = ":eps=" + p.get("eps", "1e-6") + ",form=gemma";
   const std::string theta = ":theta=" + p.get("theta", "10000");
-  std::string attention = ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number(1.0 / std::sqrt(*qscale));
+  std::string attention = ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number_text(1.0 / std::sqrt(*qscale));
   if (*softcap > 0) attention += ",softcap=" + p.get("softcap", "50");
   if (p.has("window")) attention += ",window=" + p.get("window");
 
@@ -75,39 +66,39 @@ Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   g.weight("post_feedforward_layernorm.weight", {e}, BlockInit::shift);
 
   // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
-  g.node("input_layernorm", "rmsnorm", dims({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},
+  g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},
          {"n1.bse"});
   g.reshape("n1", "n1.bse", {m, e});
   for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
     const std::string proj = "self_attn." + name + "_proj";
-    g.node(proj, "linear", dims({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
+    g.node(proj, "linear", shape_text({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
     g.reshape(proj + ".heads", proj + ".out", {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
+    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
            {"self_attn." + name});
     if (name != "v")
-      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
+      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
              {"self_attn." + name + ".rotated"});
   }
-  g.node("self_attn.sdpa", "sdpa", dims({b, h, s, d}) + attention, {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"},
+  g.node("self_attn.sdpa", "sdpa", shape_text({b, h, s, d}) + attention, {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"},
          {"self_attn.o", ""});
-  g.node("self_attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
+  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
   g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", dims({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
+  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
          {"self_attn.out"});
-  g.node("post_attention_layernorm", "rmsnorm", dims({m, e}) + eps, {"self_attn.out", "post_attention_layernorm.weight"},
+  g.node("post_attention_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"self_attn.out", "post_attention_layernorm.weight"},
          {"attn.normed"});
   g.reshape("attn.normed.bse", "attn.normed", {b, s, e});
-  g.node("residual_1", "add", dims({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"attn.normed.bse", "x"}, {"h.bse"});
+  g.node("residual_1", "add", shape_text({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"attn.normed.bse", "x"}, {"h.bse"});
   g.reshape("h", "h.bse", {m, e});
-  g.node("pre_feedforward_layernorm", "rmsnorm", dims({m, e}) + eps, {"h", "pre_feedforward_layernorm.weight"}, {"n2"});
-  g.node("mlp.gate_proj", "linear", dims({m, f, e}), {"n2", "mlp.gate_proj.weight"}, {"mlp.gate"});
-  g.node("mlp.up_proj", "linear", dims({m, f, e}), {"n2", "mlp.up_proj.weight"}, {"mlp.up"});
-  g.node("mlp.act", "geglu", dims({m, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
-  g.node("mlp.down_proj", "linear", dims({m, e, f}), {"mlp.act.out", "mlp.down_proj.weight"}, {"mlp.out"});
-  g.node("post_feedforward_layernorm", "rmsnorm", dims({m, e}) + eps, {"mlp.out", "post_feedforward_layernorm.weight"},
+  g.node("pre_feedforward_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"h", "pre_feedforward_layernorm.weight"}, {"n2"});
+  g.node("mlp.gate_proj", "linear", shape_text({m, f, e}), {"n2", "mlp.gate_proj.weight"}, {"mlp.gate"});
+  g.node("mlp.up_proj", "linear", shape_text({m, f, e}), {"n2", "mlp.up_proj.weight"}, {"mlp.up"});
+  g.node("mlp.act", "geglu", shape_text({m, f}), {"mlp.gate", "mlp.up"}, {"mlp.act.out"});
+  g.node("mlp.down_proj", "linear", shape_text({m, e, f}), {"mlp.act.out", "mlp.down_proj.weight"}, {"mlp.out"});
+  g.node("post_feedforward_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"mlp.out", "post_feedforward_layernorm.weight"},
          {"mlp.normed"});
   g.reshape("mlp.normed.bse", "mlp.normed", {b, s, e});
-  g.node("residual_2", "add", dims({b, s, e}), {"mlp.normed.bse", "h.bse"}, {"y"});
+  g.node("residual_2", "add", shape_text({b, s, e}), {"mlp.normed.bse", "h.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

@@ -85,10 +85,10 @@ Result<BlockGraph> build_gpt2_block(const Problem& p) {
   const int64_t b = d->b, s = d->s, e = d->e, m = d->m;
   BlockBuilder g(p);
   gpt2::declare_forward(g, *d, false);
-  g.node("mlp.c_proj", "linear", gpt2::shape_text({m, e, 4 * e}) + ":bias=1,w.layout=transposed",
+  g.node("mlp.c_proj", "linear", shape_text({m, e, 4 * e}) + ":bias=1,w.layout=transposed",
          {"mlp.act.out", "mlp.c_proj.w", "mlp.c_proj.bias"}, {"mlp.out"});
   g.reshape("mlp.out.bse", "mlp.out", {b, s, e});
-  g.node("residual_2", "add", gpt2::shape_text({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
+  g.node("residual_2", "add", shape_text({b, s, e}), {"mlp.out.bse", "h.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

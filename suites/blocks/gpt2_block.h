@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/block.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb::gpt2 {
 
@@ -12,10 +13,6 @@ struct Dims {
   std::string eps;                                   // "eps=..." of both layernorms
 };
 Result<Dims> dims_of(const Problem& p);
-
-inline std::string shape_text(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-inline std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
 
 // Declares x, the 12 weights by their state_dict names, and the nodes from ln_1 to mlp.act
 // (values "ln_1.rows", "attn.q.out", "attn.k.out", "attn.v.out", "attn.o", "attn.o.rows",

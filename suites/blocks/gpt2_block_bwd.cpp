@@ -19,8 +19,6 @@
 namespace dnnb {
 namespace {
 
-using gpt2::shape_text;
-
 Result<BlockGraph> build_gpt2_block_bwd(const Problem& p) {
   auto dims = gpt2::dims_of(p);
   if (!dims) return dims.status();
@@ -59,7 +57,7 @@ Result<BlockGraph> build_gpt2_block_bwd(const Problem& p) {
   g.reshape("d.attn.qkv", "d.attn.qkv.heads", {m, 3 * e});
   conv1d_bwd("attn.c_attn", e, 3 * e, "ln_1.rows", "d.attn.qkv", "d.ln_1.rows");
   g.reshape("d.ln_1.out", "d.ln_1.rows", {b, s, e});
-  g.node("ln_1.bwd", "layernorm_bwd", shape_text({b, s, e}) + ":" + dims->eps + gpt2::with(g.layout_of("x", "x"), ","),
+  g.node("ln_1.bwd", "layernorm_bwd", shape_text({b, s, e}) + ":" + dims->eps + with(g.layout_of("x", "x"), ","),
          {"x", "ln_1.weight", "d.ln_1.out", "ln_1.mean", "ln_1.rstd"}, {"d.x.norm", "ln_1.weight.grad", "ln_1.bias.grad"});
   g.reshape("d.h.bse", "d.h", {b, s, e});
   g.node("residual_1.bwd", "add", shape_text({b, s, e}), {"d.x.norm", "d.h.bse"}, {"dx"});

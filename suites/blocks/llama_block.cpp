@@ -90,10 +90,10 @@ Result<BlockGraph> build_llama_block(const Problem& p) {
   if (!d) return d.status();
   BlockBuilder g(p);
   llama::declare_forward(g, *d, false);
-  g.node("mlp.down_proj", "linear", llama::shape_text({d->m, d->e, d->f}), {"mlp.act.out", "mlp.down_proj.weight"},
+  g.node("mlp.down_proj", "linear", shape_text({d->m, d->e, d->f}), {"mlp.act.out", "mlp.down_proj.weight"},
          {"mlp.out"});
   g.reshape("mlp.out.bse", "mlp.out", {d->b, d->s, d->e});
-  g.node("residual_2", "add", llama::shape_text({d->b, d->s, d->e}), {"mlp.out.bse", "h.bse"}, {"y"});
+  g.node("residual_2", "add", shape_text({d->b, d->s, d->e}), {"mlp.out.bse", "h.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

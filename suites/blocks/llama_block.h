@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/block.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb::llama {
 
@@ -12,10 +13,6 @@ struct Dims {
   std::string eps, theta;                                            // ":eps=...", ":theta=..."
 };
 Result<Dims> dims_of(const Problem& p);
-
-inline std::string shape_text(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-inline std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
 
 // Declares x, pos, the 9 weights by their state_dict names, and the nodes from input_layernorm
 // to mlp.act (values "n1", "self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v",

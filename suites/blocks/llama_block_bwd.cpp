@@ -18,8 +18,6 @@
 namespace dnnb {
 namespace {
 
-using llama::shape_text;
-
 Result<BlockGraph> build_llama_block_bwd(const Problem& p) {
   auto dims = llama::dims_of(p);
   if (!dims) return dims.status();
@@ -71,7 +69,7 @@ Result<BlockGraph> build_llama_block_bwd(const Problem& p) {
     }
   }
   g.reshape("d.n1.bse", "d.n1", {b, s, e});
-  g.node("input_layernorm.bwd", "rmsnorm_bwd", shape_text({b, s, e}) + dims->eps + llama::with(g.layout_of("x", "x"), ","),
+  g.node("input_layernorm.bwd", "rmsnorm_bwd", shape_text({b, s, e}) + dims->eps + with(g.layout_of("x", "x"), ","),
          {"x", "input_layernorm.weight", "d.n1.bse", "input_layernorm.rstd"}, {"d.x.norm", "input_layernorm.weight.grad"});
   g.reshape("d.h.bse", "d.h", {b, s, e});
   g.node("residual_1.bwd", "add", shape_text({b, s, e}), {"d.x.norm", "d.h.bse"}, {"dx"});

@@ -21,8 +21,6 @@
 namespace dnnb {
 namespace {
 
-using llama::shape_text;
-
 // The kv_cache node's problem, whose descriptor also gives the positions of every step.
 Result<std::string> cache_problem(const Problem& p, const llama::Dims& d) {
   auto ctx = p.get_int("ctx", 0);
@@ -71,7 +69,7 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
 
   // x is read by input_layernorm and residual_1 (its layout, when the problem gives one, is theirs).
-  g.node("input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + llama::with(g.layout_of("x", "x"), ","),
+  g.node("input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + with(g.layout_of("x", "x"), ","),
          {"x", "input_layernorm.weight"}, {"n1.b1e"});
   g.reshape("n1", "n1.b1e", {b, e});
   // rope reads positions [B, S]: the one token's, as a view of pos.
@@ -94,7 +92,7 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   g.node("self_attn.o_proj", "gemv", shape_text({e, h * d}) + batch, {"self_attn.o_proj.weight", "self_attn.o.rows"},
          {"self_attn.out"});
   g.reshape("self_attn.out.b1e", "self_attn.out", {b, 1, e});
-  g.node("residual_1", "add", shape_text({b, 1, e}) + llama::with(g.layout_of("x", "b"), ":"), {"self_attn.out.b1e", "x"},
+  g.node("residual_1", "add", shape_text({b, 1, e}) + with(g.layout_of("x", "b"), ":"), {"self_attn.out.b1e", "x"},
          {"h.b1e"});
   g.reshape("h", "h.b1e", {b, e});
   g.node("post_attention_layernorm", "rmsnorm", shape_text({b, e}) + dm.eps, {"h", "post_attention_layernorm.weight"},

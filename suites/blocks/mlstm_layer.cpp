@@ -17,17 +17,13 @@
 // [,eps=1e-6 (norm_eps)][,chunk=64][,x.layout=padded]"; QK and V are the q/k and v widths over
 // all heads.
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb {
 namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
 
 struct Config {
   int64_t heads, qk, v, ffn, chunk;
@@ -66,21 +62,21 @@ Result<Config> parse(const Problem& p) {
 std::string gate(BlockBuilder& g, const std::string& which, int64_t b, int64_t s, int64_t e, const Config& c) {
   const int64_t m = b * s, nh = c.heads;
   const std::string proj = "mlstm_layer." + which + "gate_preact", pre = "mlstm_layer." + which;
-  g.node(proj, "linear", dims({m, nh, e}) + ":bias=1", {"n1", proj + ".weight", proj + ".bias"}, {pre + ".preact"});
+  g.node(proj, "linear", shape_text({m, nh, e}) + ":bias=1", {"n1", proj + ".weight", proj + ".bias"}, {pre + ".preact"});
   std::string capped = pre + ".preact";
   if (c.cap > 0) {
-    const std::string rows = dims({m, nh}) + ":b=1";
+    const std::string rows = shape_text({m, nh}) + ":b=1";
     g.node(pre + ".soft_cap.div", "div", rows, {capped, "gate_soft_cap"}, {pre + ".scaled"});
-    g.node(pre + ".soft_cap.tanh", "tanh", dims({m, nh}), {pre + ".scaled"}, {pre + ".tanh"});
+    g.node(pre + ".soft_cap.tanh", "tanh", shape_text({m, nh}), {pre + ".scaled"}, {pre + ".tanh"});
     g.node(pre + ".soft_cap.mul", "mul", rows, {pre + ".tanh", "gate_soft_cap"}, {pre + ".capped"});
     capped = pre + ".capped";
   }
   g.reshape(pre + ".bsh", capped, {b, s, nh});
   const bool f32 = g.dtype() == DType::f32;
   const std::string heads = pre + (f32 ? ".gate" : ".heads");
-  g.node(pre + ".to_heads", "permute", dims({b, s, nh}) + ":perm=021", {pre + ".bsh"}, {heads});
+  g.node(pre + ".to_heads", "permute", shape_text({b, s, nh}) + ":perm=021", {pre + ".bsh"}, {heads});
   if (f32) return heads;
-  g.node(pre + ".to_f32", "cast", dims({b, nh, s}) + ":y.dt=f32", {heads}, {pre + ".gate"});
+  g.node(pre + ".to_f32", "cast", shape_text({b, nh, s}) + ":y.dt=f32", {heads}, {pre + ".gate"});
   return pre + ".gate";
 }
 
@@ -115,44 +111,44 @@ Result<BlockGraph> build_mlstm_layer(const Problem& p) {
   g.weight("ffn.proj_down.weight", {e, f}, BlockInit::matrix, f);
 
   // x is read by norm_mlstm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
-  g.node("norm_mlstm", "rmsnorm", dims({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "norm_mlstm.weight"},
+  g.node("norm_mlstm", "rmsnorm", shape_text({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "norm_mlstm.weight"},
          {"n1.bse"});
   g.reshape("n1", "n1.bse", {m, e});
   for (const auto& [name, d] : {std::pair<std::string, int64_t>{"q", dqk}, {"k", dqk}, {"v", dv}}) {
     const std::string proj = "mlstm_layer." + name;
-    g.node(proj, "linear", dims({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
+    g.node(proj, "linear", shape_text({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
     g.reshape(proj + ".bshd", proj + ".out", {b, s, nh, d});
-    g.node(proj + ".heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".bshd"}, {proj + ".bhsd"});
+    g.node(proj + ".heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".bshd"}, {proj + ".bhsd"});
   }
-  g.node("mlstm_layer.ogate_preact", "linear", dims({m, c.v, e}), {"n1", "mlstm_layer.ogate_preact.weight"},
+  g.node("mlstm_layer.ogate_preact", "linear", shape_text({m, c.v, e}), {"n1", "mlstm_layer.ogate_preact.weight"},
          {"mlstm_layer.o.preact"});
   const std::string i = gate(g, "i", b, s, e, c), fg = gate(g, "f", b, s, e, c);
   // h, and the last states (C, n, m), which the block does not return.
   g.node("mlstm_layer.mlstm_backend", "mlstm_chunkwise",
-         dims({b, nh, s, dqk}) + ":chunk=" + std::to_string(c.chunk) + ",dv=" + std::to_string(dv),
+         shape_text({b, nh, s, dqk}) + ":chunk=" + std::to_string(c.chunk) + ",dv=" + std::to_string(dv),
          {"mlstm_layer.q.bhsd", "mlstm_layer.k.bhsd", "mlstm_layer.v.bhsd", i, fg}, {"mlstm_layer.h", "", "", ""});
-  g.node("mlstm_layer.h.merge_heads", "permute", dims({b, nh, s, dv}) + ":perm=0213", {"mlstm_layer.h"},
+  g.node("mlstm_layer.h.merge_heads", "permute", shape_text({b, nh, s, dv}) + ":perm=0213", {"mlstm_layer.h"},
          {"mlstm_layer.h.bshd"});
   g.reshape("mlstm_layer.h.rows", "mlstm_layer.h.bshd", {m * nh, dv});
-  g.node("mlstm_layer.multihead_norm", "layernorm", dims({m * nh, dv}) + eps,
+  g.node("mlstm_layer.multihead_norm", "layernorm", shape_text({m * nh, dv}) + eps,
          {"mlstm_layer.h.rows", "multihead_norm.ones", "multihead_norm.zeros"}, {"mlstm_layer.h.normalized"});
   g.reshape("mlstm_layer.h.normalized.rows", "mlstm_layer.h.normalized", {m, c.v});
-  g.node("mlstm_layer.multihead_norm.scale", "mul", dims({m, c.v}) + ":b=" + std::to_string(c.v),
+  g.node("mlstm_layer.multihead_norm.scale", "mul", shape_text({m, c.v}) + ":b=" + std::to_string(c.v),
          {"mlstm_layer.h.normalized.rows", "mlstm_layer.multihead_norm.weight"}, {"mlstm_layer.h_norm"});
-  g.node("mlstm_layer.ogate_act_fn", "sigmoid", dims({m, c.v}), {"mlstm_layer.o.preact"}, {"mlstm_layer.o"});
-  g.node("mlstm_layer.ogate", "mul", dims({m, c.v}), {"mlstm_layer.o", "mlstm_layer.h_norm"}, {"mlstm_layer.h_out"});
-  g.node("mlstm_layer.out_proj", "linear", dims({m, e, c.v}), {"mlstm_layer.h_out", "mlstm_layer.out_proj.weight"},
+  g.node("mlstm_layer.ogate_act_fn", "sigmoid", shape_text({m, c.v}), {"mlstm_layer.o.preact"}, {"mlstm_layer.o"});
+  g.node("mlstm_layer.ogate", "mul", shape_text({m, c.v}), {"mlstm_layer.o", "mlstm_layer.h_norm"}, {"mlstm_layer.h_out"});
+  g.node("mlstm_layer.out_proj", "linear", shape_text({m, e, c.v}), {"mlstm_layer.h_out", "mlstm_layer.out_proj.weight"},
          {"mlstm_layer.out"});
   g.reshape("mlstm_layer.out.bse", "mlstm_layer.out", {b, s, e});
-  g.node("residual_1", "add", dims({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"mlstm_layer.out.bse", "x"}, {"h.bse"});
+  g.node("residual_1", "add", shape_text({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"mlstm_layer.out.bse", "x"}, {"h.bse"});
   g.reshape("h", "h.bse", {m, e});
-  g.node("norm_ffn", "rmsnorm", dims({m, e}) + eps, {"h", "norm_ffn.weight"}, {"n2"});
-  g.node("ffn.proj_up_gate", "linear", dims({m, f, e}), {"n2", "ffn.proj_up_gate.weight"}, {"ffn.gate"});
-  g.node("ffn.proj_up", "linear", dims({m, f, e}), {"n2", "ffn.proj_up.weight"}, {"ffn.up"});
-  g.node("ffn.act_fn", "swiglu", dims({m, f}), {"ffn.gate", "ffn.up"}, {"ffn.act"});
-  g.node("ffn.proj_down", "linear", dims({m, e, f}), {"ffn.act", "ffn.proj_down.weight"}, {"ffn.out"});
+  g.node("norm_ffn", "rmsnorm", shape_text({m, e}) + eps, {"h", "norm_ffn.weight"}, {"n2"});
+  g.node("ffn.proj_up_gate", "linear", shape_text({m, f, e}), {"n2", "ffn.proj_up_gate.weight"}, {"ffn.gate"});
+  g.node("ffn.proj_up", "linear", shape_text({m, f, e}), {"n2", "ffn.proj_up.weight"}, {"ffn.up"});
+  g.node("ffn.act_fn", "swiglu", shape_text({m, f}), {"ffn.gate", "ffn.up"}, {"ffn.act"});
+  g.node("ffn.proj_down", "linear", shape_text({m, e, f}), {"ffn.act", "ffn.proj_down.weight"}, {"ffn.out"});
   g.reshape("ffn.out.bse", "ffn.out", {b, s, e});
-  g.node("residual_2", "add", dims({b, s, e}), {"h.bse", "ffn.out.bse"}, {"y"});
+  g.node("residual_2", "add", shape_text({b, s, e}), {"h.bse", "ffn.out.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

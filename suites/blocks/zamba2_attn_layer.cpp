@@ -11,23 +11,14 @@
 // Problem "BxSxE:heads=H,ffn=F[,kv=KV][,rank=R (default 128)][,adapter=1][,rope=1][,theta=10000]
 // [,eps=1e-5]"; inputs x, emb [B, S, E] (and pos), the weights by their state_dict names.
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/graph_text.h"
 #include "suites/blocks/zamba2_mlp.h"
 
 namespace dnnb {
 namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-// `param` after `separator`, or nothing when there is none.
-std::string with(const std::string& param, const char* separator) { return param.empty() ? "" : separator + param; }
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 Result<bool> flag(const Problem& p, const std::string& key) {
   const std::string v = p.get(key, "0");
@@ -80,41 +71,41 @@ Result<BlockGraph> build_zamba2_attn_layer(const Problem& p) {
   g.weight("pre_ff_layernorm.weight", {e}, BlockInit::scale);
 
   // x is read by the concat as [B, S, E] (its layout, when the problem gives one, is the concat's a).
-  g.node("concat", "concat", dims({b, s, e}) + ":dim=2" + with(g.layout_of("x", "a"), ","), {"x", "emb"}, {"c"});
-  g.node("input_layernorm", "rmsnorm", dims({b, s, a}) + eps, {"c", "input_layernorm.weight"}, {"n1.bsa"});
+  g.node("concat", "concat", shape_text({b, s, e}) + ":dim=2" + with(g.layout_of("x", "a"), ","), {"x", "emb"}, {"c"});
+  g.node("input_layernorm", "rmsnorm", shape_text({b, s, a}) + eps, {"c", "input_layernorm.weight"}, {"n1.bsa"});
   g.reshape("n1", "n1.bsa", {m, a});
   for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
     const std::string proj = "self_attn." + name + "_proj";
     std::string rows = proj + ".out";
-    g.node(proj, "linear", dims({m, nh * d, a}), {"n1", proj + ".weight"}, {rows});
+    g.node(proj, "linear", shape_text({m, nh * d, a}), {"n1", proj + ".weight"}, {rows});
     if (*adapter) {
       const std::string list = "self_attn.linear_" + name + "_adapter_list.0";
-      g.node(list + ".0", "linear", dims({m, r, a}), {"n1", list + ".0.weight"}, {list + ".low"});
-      g.node(list + ".1", "linear", dims({m, a, r}), {list + ".low", list + ".1.weight"}, {list + ".out"});
-      g.node("self_attn." + name + "_adapter_add", "add", dims({m, a}), {rows, list + ".out"}, {proj + ".adapted"});
+      g.node(list + ".0", "linear", shape_text({m, r, a}), {"n1", list + ".0.weight"}, {list + ".low"});
+      g.node(list + ".1", "linear", shape_text({m, a, r}), {list + ".low", list + ".1.weight"}, {list + ".out"});
+      g.node("self_attn." + name + "_adapter_add", "add", shape_text({m, a}), {rows, list + ".out"}, {proj + ".adapted"});
       rows = proj + ".adapted";
     }
     g.reshape(proj + ".heads", rows, {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", dims({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
+    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
            {"self_attn." + name});
     if (*rope && name != "v")
-      g.node("self_attn." + name + "_rope", "rope", dims({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
+      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
              {"self_attn." + name + ".rotated"});
   }
   const std::string q = *rope ? "self_attn.q.rotated" : "self_attn.q", k = *rope ? "self_attn.k.rotated" : "self_attn.k";
   g.node("self_attn.sdpa", "sdpa",
-         dims({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number(1.0 / std::sqrt(d / 2.0)),
+         shape_text({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number_text(1.0 / std::sqrt(d / 2.0)),
          {q, k, "self_attn.v"}, {"self_attn.o", ""});
-  g.node("self_attn.merge_heads", "permute", dims({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
+  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
   g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", dims({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
+  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
          {"self_attn.out"});
-  g.node("pre_ff_layernorm", "rmsnorm", dims({m, e}) + eps, {"self_attn.out", "pre_ff_layernorm.weight"}, {"n2"});
+  g.node("pre_ff_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"self_attn.out", "pre_ff_layernorm.weight"}, {"n2"});
   zamba2_mlp_nodes(g, "feed_forward.", "n2", "feed_forward.out", m, e, f, r);
   // A block's output is a node's own (core/block.h), and linear writes [M, E]: an identity
   // permute gives y its [B, S, E] (one copy of y, which torch's view does not make).
   g.reshape("feed_forward.out.bse", "feed_forward.out", {b, s, e});
-  g.node("output", "permute", dims({b, s, e}) + ":perm=012", {"feed_forward.out.bse"}, {"y"});
+  g.node("output", "permute", shape_text({b, s, e}) + ":perm=012", {"feed_forward.out.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }

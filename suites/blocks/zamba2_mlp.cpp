@@ -10,14 +10,9 @@
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/graph_text.h"
 
 namespace dnnb {
-namespace {
-
-std::string dims(std::initializer_list<int64_t> d) { return shape_to_string(Shape(d)); }
-
-}  // namespace
-
 void zamba2_mlp_weights(BlockBuilder& g, const std::string& prefix, int64_t e, int64_t f, int64_t rank) {
   g.weight(prefix + "gate_up_proj.weight", {2 * f, e}, BlockInit::matrix, e);
   g.weight(prefix + "down_proj.weight", {e, f}, BlockInit::matrix, f);
@@ -28,17 +23,17 @@ void zamba2_mlp_weights(BlockBuilder& g, const std::string& prefix, int64_t e, i
 void zamba2_mlp_nodes(BlockBuilder& g, const std::string& prefix, const std::string& in, const std::string& out,
                       int64_t m, int64_t e, int64_t f, int64_t rank) {
   const std::string adapter = prefix + "gate_up_proj_adapter_list.0";
-  g.node(prefix + "gate_up_proj", "linear", dims({m, 2 * f, e}), {in, prefix + "gate_up_proj.weight"}, {prefix + "gate_up"});
-  g.node(adapter + ".0", "linear", dims({m, rank, e}), {in, adapter + ".0.weight"}, {adapter + ".low"});
-  g.node(adapter + ".1", "linear", dims({m, 2 * f, rank}), {adapter + ".low", adapter + ".1.weight"}, {adapter + ".out"});
-  g.node(prefix + "adapter_add", "add", dims({m, 2 * f}), {prefix + "gate_up", adapter + ".out"}, {prefix + "gate_up.adapted"});
-  g.node(prefix + "chunk.gate", "slice", dims({m, 2 * f}) + ":dim=1,len=" + std::to_string(f) + ",start=0",
+  g.node(prefix + "gate_up_proj", "linear", shape_text({m, 2 * f, e}), {in, prefix + "gate_up_proj.weight"}, {prefix + "gate_up"});
+  g.node(adapter + ".0", "linear", shape_text({m, rank, e}), {in, adapter + ".0.weight"}, {adapter + ".low"});
+  g.node(adapter + ".1", "linear", shape_text({m, 2 * f, rank}), {adapter + ".low", adapter + ".1.weight"}, {adapter + ".out"});
+  g.node(prefix + "adapter_add", "add", shape_text({m, 2 * f}), {prefix + "gate_up", adapter + ".out"}, {prefix + "gate_up.adapted"});
+  g.node(prefix + "chunk.gate", "slice", shape_text({m, 2 * f}) + ":dim=1,len=" + std::to_string(f) + ",start=0",
          {prefix + "gate_up.adapted"}, {prefix + "gate"});
-  g.node(prefix + "chunk.up", "slice", dims({m, 2 * f}) + ":dim=1,len=" + std::to_string(f) + ",start=" + std::to_string(f),
+  g.node(prefix + "chunk.up", "slice", shape_text({m, 2 * f}) + ":dim=1,len=" + std::to_string(f) + ",start=" + std::to_string(f),
          {prefix + "gate_up.adapted"}, {prefix + "up"});
-  g.node(prefix + "act_fn", "gelu", dims({m, f}), {prefix + "gate"}, {prefix + "act"});
-  g.node(prefix + "gate_times_up", "mul", dims({m, f}), {prefix + "act", prefix + "up"}, {prefix + "hidden"});
-  g.node(prefix + "down_proj", "linear", dims({m, e, f}), {prefix + "hidden", prefix + "down_proj.weight"}, {out});
+  g.node(prefix + "act_fn", "gelu", shape_text({m, f}), {prefix + "gate"}, {prefix + "act"});
+  g.node(prefix + "gate_times_up", "mul", shape_text({m, f}), {prefix + "act", prefix + "up"}, {prefix + "hidden"});
+  g.node(prefix + "down_proj", "linear", shape_text({m, e, f}), {prefix + "hidden", prefix + "down_proj.weight"}, {out});
 }
 
 namespace {
@@ -59,7 +54,7 @@ Result<BlockGraph> build_zamba2_mlp(const Problem& p) {
   std::string rows_of = "x";
   const std::string layout = g.layout_of("x", "x");
   if (!layout.empty()) {
-    g.node("x.contiguous", "permute", dims({b, s, e}) + ":perm=012," + layout, {"x"}, {"x.copy"});
+    g.node("x.contiguous", "permute", shape_text({b, s, e}) + ":perm=012," + layout, {"x"}, {"x.copy"});
     rows_of = "x.copy";
   }
   g.reshape("x.rows", rows_of, {m, e});
@@ -67,7 +62,7 @@ Result<BlockGraph> build_zamba2_mlp(const Problem& p) {
   // A block's output is a node's own (core/block.h), and linear writes [M, E]: an identity
   // permute gives y its [B, S, E] (one copy of y, which torch's view does not make).
   g.reshape("down_proj.bse", "down_proj.out", {b, s, e});
-  g.node("output", "permute", dims({b, s, e}) + ":perm=012", {"down_proj.bse"}, {"y"});
+  g.node("output", "permute", shape_text({b, s, e}) + ":perm=012", {"down_proj.bse"}, {"y"});
   g.output("y");
   return g.finish();
 }
