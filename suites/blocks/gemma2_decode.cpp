@@ -15,10 +15,10 @@
 // Inputs: x [B, 1, E], pos [B] i32, k_cache and v_cache [B, KV, C, D] (state, updated in place),
 // the 11 weights by their state_dict names; output y [B, 1, E].
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/decode_step.h"
 #include "suites/blocks/gemma2_decode.h"
 #include "suites/blocks/graph_text.h"
 #include "suites/ops/kv_cache_desc.h"
@@ -130,19 +130,6 @@ void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& 
   g.node(at + "residual_2", "add", shape_text({b, 1, e}), {at + "mlp.normed.b1e", at + "h.b1e"}, {y});
 }
 
-Status nan_outside_held(const ops::KvCacheDesc& desc, Tensor& cache) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (cache.numel() != desc.batch * desc.kv_heads * desc.capacity * desc.d || !cache.host_data())
-    return Status::bad_input("a cache input is not the host tensor [B, KV, C, D] of its kv_cache node (" +
-                             cache.describe() + ")");
-  for (int64_t row = 0; row < desc.batch * desc.kv_heads * desc.capacity; ++row) {
-    const int64_t b = row / (desc.kv_heads * desc.capacity), at = row % desc.capacity;
-    if (at < desc.pos0(b) && at >= desc.first(desc.pos0(b))) continue;
-    for (int64_t e = 0; e < desc.d; ++e) store_element(cache.host_data(), cache.dtype, row * desc.d + e, nan);
-  }
-  return Status::ok();
-}
-
 }  // namespace gemma2
 
 namespace {
@@ -178,35 +165,6 @@ Result<BlockGraph> build_gemma2_decode(const Problem& p) {
   return g.finish();
 }
 
-// Step 0 (after the BlockInit draws): pos[b] = pos0(b), the caches NaN outside first(pos0(b)) ..
-// pos0(b) - 1 (the window's positions held). Later steps: a new token x and pos[b] = pos0(b) +
-// step; the caches and weights stay.
-Status decode_step_inputs(const Problem& p, int step, std::vector<Tensor>& inputs, Rng& rng) {
-  auto desc = cache_desc(p);
-  if (!desc) return desc.status();
-  if (inputs.size() < 4) return Status::bad_input(p.op + ": fewer inputs than x, pos and the two caches");
-  if (step > 0)
-    for (int64_t i = 0; i < inputs[0].numel(); ++i) store_element(inputs[0].host_data(), inputs[0].dtype, i, rng.normal());
-  auto* pos = static_cast<int32_t*>(inputs[1].host_data());
-  for (int64_t b = 0; b < desc->batch; ++b) pos[b] = static_cast<int32_t>(desc->pos0(b) + step);
-  if (step == 0)
-    for (size_t c : {2, 3}) DNNB_TRY(gemma2::nan_outside_held(*desc, inputs[c]));
-  return Status::ok();
-}
-
-// A decode step moves the weights once, the cache positions each sequence reads (within its
-// window), the token's rows written (ops::kv_cache_bytes), and x and y.
-double decode_bytes(const Problem& p) {
-  auto desc = cache_desc(p);
-  auto graph = build_gemma2_decode(p);
-  if (!desc || !graph) return 0.0;
-  double bytes = ops::kv_cache_bytes(*desc);
-  for (const BlockTensor& t : graph->inputs)
-    if (t.weight) bytes += static_cast<double>(storage_bytes(t.dtype, shape_numel(t.shape)));
-  bytes += 2.0 * static_cast<double>(storage_bytes(p.dtype, p.shape.at(0) * p.shape.at(2)));
-  return bytes;
-}
-
 BlockDef gemma2_decode() {
   BlockDef def;
   def.name = "gemma2_decode";
@@ -229,12 +187,7 @@ BlockDef gemma2_decode() {
       {"4x1x2304:ctx=4096,ffn=9216,head_dim=256,heads=8,kv=4,lens=full,qscale=256,steps=1", {DType::bf16}},
       {"4x1x2304:ctx=4096,ffn=9216,head_dim=256,heads=8,kv=4,lens=full,qscale=256,steps=1,window=4096", {DType::bf16}}};
   def.build = build_gemma2_decode;
-  def.steps = [](const Problem& p) {
-    auto d = cache_desc(p);
-    return d ? d->steps : 1;
-  };
-  def.step_inputs = decode_step_inputs;
-  def.bytes = decode_bytes;
+  set_decode_steps(def, cache_desc, build_gemma2_decode);
   return def;
 }
 

@@ -28,7 +28,4 @@ void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& 
                       const std::string& pos, const std::string& y, const std::string& x_norm_layout,
                       const std::string& x_add_layout);
 
-// NaN in every cache position outside first(pos0(b)) .. pos0(b) - 1 (the held window).
-Status nan_outside_held(const ops::KvCacheDesc& desc, Tensor& cache);
-
 }  // namespace dnnb::gemma2

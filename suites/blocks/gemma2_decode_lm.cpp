@@ -22,6 +22,7 @@
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/decode_step.h"
 #include "suites/blocks/gemma2_decode.h"
 #include "suites/blocks/graph_text.h"
 
@@ -134,7 +135,7 @@ Status lm_step_inputs(const Problem& p, int step, std::vector<Tensor>& inputs, R
     } else if (step == 0 && t.name == "final_softcap") {
       store_element(x.host_data(), x.dtype, 0, cfg->final_softcap);
     } else if (step == 0 && t.state) {
-      DNNB_TRY(gemma2::nan_outside_held(*desc, x));
+      DNNB_TRY(nan_outside_held(*desc, x));
     }
   }
   return Status::ok();

@@ -12,9 +12,9 @@
 // Inputs: x [B, 1, E], pos [B] i32, k_cache and v_cache [B, KV, C, D] (state, updated in place),
 // the 9 weights by their state_dict names; output y [B, 1, E].
 #include <cmath>
-#include <limits>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/decode_step.h"
 #include "suites/blocks/llama_block.h"
 #include "suites/ops/kv_cache_desc.h"
 
@@ -107,44 +107,6 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   return g.finish();
 }
 
-// Step 0 (after the BlockInit draws): pos[b] = pos0(b), the caches NaN from pos0(b) on. Later
-// steps: a new token x and pos[b] = pos0(b) + step; the caches and weights stay.
-Status decode_step_inputs(const Problem& p, int step, std::vector<Tensor>& inputs, Rng& rng) {
-  auto desc = cache_desc(p);
-  if (!desc) return desc.status();
-  if (inputs.size() < 4) return Status::bad_input(p.op + ": fewer inputs than x, pos and the two caches");
-  if (step > 0)
-    for (int64_t i = 0; i < inputs[0].numel(); ++i) store_element(inputs[0].host_data(), inputs[0].dtype, i, rng.normal());
-  auto* pos = static_cast<int32_t*>(inputs[1].host_data());
-  for (int64_t b = 0; b < desc->batch; ++b) pos[b] = static_cast<int32_t>(desc->pos0(b) + step);
-  if (step == 0) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    for (size_t c : {2, 3}) {
-      Tensor& cache = inputs[c];
-      for (int64_t row = 0; row < desc->batch * desc->kv_heads * desc->capacity; ++row) {
-        const int64_t b = row / (desc->kv_heads * desc->capacity), at = row % desc->capacity;
-        if (at < desc->pos0(b)) continue;
-        for (int64_t e = 0; e < desc->d; ++e) store_element(cache.host_data(), cache.dtype, row * desc->d + e, nan);
-      }
-    }
-  }
-  return Status::ok();
-}
-
-// A decode step moves the weights once, the cache positions each sequence reads, the token's
-// rows written into the caches (ops::kv_cache_bytes), and x and y: what the issue's "copy
-// bandwidth over weight and cache bytes" counts. Intermediates (a few vectors) are left out.
-double decode_bytes(const Problem& p) {
-  auto desc = cache_desc(p);
-  auto graph = build_llama_decode(p);
-  if (!desc || !graph) return 0.0;
-  double bytes = ops::kv_cache_bytes(*desc);
-  for (const BlockTensor& t : graph->inputs)
-    if (t.weight) bytes += static_cast<double>(storage_bytes(t.dtype, shape_numel(t.shape)));
-  bytes += 2.0 * static_cast<double>(storage_bytes(p.dtype, p.shape.at(0) * p.shape.at(2)));
-  return bytes;
-}
-
 BlockDef llama_decode() {
   BlockDef def;
   def.name = "llama_decode";
@@ -164,12 +126,7 @@ BlockDef llama_decode() {
       {"1x1x4096:ctx=4096,eps=1e-5,ffn=14336,heads=32,kv=8,lens=full,steps=1,theta=500000", {DType::bf16}},
       {"4x1x4096:ctx=4096,eps=1e-5,ffn=14336,heads=32,kv=8,lens=full,steps=1,theta=500000", {DType::bf16}}};
   def.build = build_llama_decode;
-  def.steps = [](const Problem& p) {
-    auto d = cache_desc(p);
-    return d ? d->steps : 1;
-  };
-  def.step_inputs = decode_step_inputs;
-  def.bytes = decode_bytes;
+  set_decode_steps(def, cache_desc, build_llama_decode);
   return def;
 }
 
