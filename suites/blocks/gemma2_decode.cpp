@@ -69,11 +69,7 @@ Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string&
   return x;
 }
 
-void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& dm, const std::string& x,
-                      const std::string& pos, const std::string& y, const std::string& x_norm_layout,
-                      const std::string& x_add_layout) {
-  const int64_t b = dm.b, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d;
-  const std::string batch = ":batch=" + std::to_string(b);
+void declare_layer_weights(BlockBuilder& g, const std::string& at, int64_t e, int64_t h, int64_t kv, int64_t d, int64_t f) {
   // Gemma's norm weights are stored as w in (1 + w): near 0 (shift), not near 1.
   g.weight(at + "input_layernorm.weight", {e}, BlockInit::shift);
   g.weight(at + "self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
@@ -86,6 +82,14 @@ void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& 
   g.weight(at + "post_attention_layernorm.weight", {e}, BlockInit::shift);
   g.weight(at + "pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
   g.weight(at + "post_feedforward_layernorm.weight", {e}, BlockInit::shift);
+}
+
+void add_decode_layer(BlockBuilder& g, const std::string& at, const DecodeDims& dm, const std::string& x,
+                      const std::string& pos, const std::string& y, const std::string& x_norm_layout,
+                      const std::string& x_add_layout) {
+  const int64_t b = dm.b, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d;
+  const std::string batch = ":batch=" + std::to_string(b);
+  declare_layer_weights(g, at, e, h, kv, d, f);
 
   g.node(at + "input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + with(x_norm_layout, ","),
          {x, at + "input_layernorm.weight"}, {at + "n1.b1e"});

@@ -1,6 +1,6 @@
 // Gemma2DecoderLayer's decode step as graph pieces (gemma2_decode.cpp), shared by the
 // gemma2_decode block and gemma2_lm (gemma2_decode_lm.cpp), whose layers are the same graph under
-// their state_dict prefix.
+// their state_dict prefix; gemma2_layer declares its weights with them too.
 #pragma once
 #include <string>
 
@@ -20,6 +20,10 @@ struct DecodeDims {
 // and the cache's ctx, steps, lens and window ("" for a global layer).
 Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string& steps, const std::string& lens,
                                const std::string& window);
+
+// A layer's 11 weights at `at` + their state_dict names, in the order of the block's inputs
+// (gemma2_layer's, at "", too).
+void declare_layer_weights(BlockBuilder& g, const std::string& at, int64_t e, int64_t h, int64_t kv, int64_t d, int64_t f);
 
 // One layer: its 11 weights at `at` + their state_dict names, the caches `at`k_cache and
 // `at`v_cache (declared by the caller as state), x [B, 1, E] -> y [B, 1, E]. x_norm_layout and

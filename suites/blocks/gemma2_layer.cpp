@@ -17,6 +17,7 @@
 #include <string>
 
 #include "suites/blocks/block_spec.h"
+#include "suites/blocks/gemma2_decode.h"
 #include "suites/blocks/graph_text.h"
 
 namespace dnnb {
@@ -52,18 +53,7 @@ Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   BlockBuilder g(p);
   g.input("x", {b, s, e});
   g.input("pos", {b, s}, DType::i64, BlockInit::positions);
-  // Gemma's norm weights are stored as w in (1 + w): near 0 (shift), not near 1.
-  g.weight("input_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
-  g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
-  g.weight("post_attention_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("pre_feedforward_layernorm.weight", {e}, BlockInit::shift);
-  g.weight("post_feedforward_layernorm.weight", {e}, BlockInit::shift);
+  gemma2::declare_layer_weights(g, "", e, h, kv, d, f);
 
   // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
   g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},

@@ -32,10 +32,8 @@ Result<Dims> dims_of(const Problem& p) {
   return d;
 }
 
-void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
-  const int64_t b = dm.b, s = dm.s, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d, m = dm.m;
-  g.input("x", {b, s, e});
-  g.input("pos", {b, s}, DType::i64, BlockInit::positions);
+void declare_weights(BlockBuilder& g, const Dims& dm) {
+  const int64_t e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d;
   g.weight("input_layernorm.weight", {e}, BlockInit::scale);
   g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
   g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
@@ -45,6 +43,13 @@ void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
   g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
   g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
   g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
+}
+
+void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
+  const int64_t b = dm.b, s = dm.s, e = dm.e, h = dm.h, kv = dm.kv, f = dm.f, d = dm.d, m = dm.m;
+  g.input("x", {b, s, e});
+  g.input("pos", {b, s}, DType::i64, BlockInit::positions);
+  declare_weights(g, dm);
 
   // x is read by input_layernorm and residual_1 as [B, S, E] (its layout, when the problem gives one, is theirs).
   g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + dm.eps + with(g.layout_of("x", "x"), ","),

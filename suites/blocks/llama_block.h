@@ -14,6 +14,9 @@ struct Dims {
 };
 Result<Dims> dims_of(const Problem& p);
 
+// Declares the layer's 9 weights by their state_dict names (in the order of the block's inputs).
+void declare_weights(BlockBuilder& g, const Dims& d);
+
 // Declares x, pos, the 9 weights by their state_dict names, and the nodes from input_layernorm
 // to mlp.act (values "n1", "self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v",
 // "self_attn.o", "self_attn.o.rows", "h.bse", "h", "n2", "mlp.gate", "mlp.up", "mlp.act.out").

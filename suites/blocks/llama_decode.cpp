@@ -58,15 +58,7 @@ Result<BlockGraph> build_llama_decode(const Problem& p) {
   g.input("pos", {b}, DType::i32, BlockInit::positions);
   g.state("k_cache", {b, kv, c, d}, "self_attn.k.rotated");
   g.state("v_cache", {b, kv, c, d}, "self_attn.v_proj.out");
-  g.weight("input_layernorm.weight", {e}, BlockInit::scale);
-  g.weight("self_attn.q_proj.weight", {h * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.k_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.v_proj.weight", {kv * d, e}, BlockInit::matrix, e);
-  g.weight("self_attn.o_proj.weight", {e, h * d}, BlockInit::matrix, h * d);
-  g.weight("post_attention_layernorm.weight", {e}, BlockInit::scale);
-  g.weight("mlp.gate_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.up_proj.weight", {f, e}, BlockInit::matrix, e);
-  g.weight("mlp.down_proj.weight", {e, f}, BlockInit::matrix, f);
+  llama::declare_weights(g, dm);
 
   // x is read by input_layernorm and residual_1 (its layout, when the problem gives one, is theirs).
   g.node("input_layernorm", "rmsnorm", shape_text({b, 1, e}) + dm.eps + with(g.layout_of("x", "x"), ","),
