@@ -1,4 +1,4 @@
-// What the block tests share: the check that, for a block problem run on avx512, check's hook
+// What the block tests share: a node's outputs perturbed in a plan, and the check that, for a block problem run on avx512, check's hook
 // (explain_mismatch) finds every node within its allowance, and when any one node's output is
 // perturbed in the workspace after the run, names that node and its own repro line, not an
 // earlier or a later one.
@@ -21,6 +21,19 @@ namespace dnnb::block_test {
 
 inline void scale_values(Tensor& t, double by) {
   for (int64_t i = 0; i < t.numel(); ++i) store_element(t.host_data(), t.dtype, i, load_element(t.host_data(), t.dtype, i) * by);
+}
+
+// Makes node `perturbed` of `plan` run its implementation and then scale its outputs by 1 + `by`
+// (a kernel off by that much); `wrapped`, which the plan then points to, must outlive its runs.
+inline void perturb_node(BlockPlan& plan, int perturbed, double by, Implementation& wrapped) {
+  const Implementation* real = plan.nodes[perturbed].impl;
+  wrapped = *real;
+  wrapped.run = [real, by](OpCall& call) -> Status {
+    DNNB_TRY(real->run(call));
+    for (Tensor& out : call.outputs) scale_values(out, 1 + by);
+    return Status::ok();
+  };
+  plan.nodes[perturbed].impl = &wrapped;
 }
 
 // Runs the block problem `text` once on avx512 (skipping the test where this build or CPU has no

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/host_device.h"
 #include "suites/blocks/block_spec.h"
+#include "tests/block_test_util.h"
 
 namespace dnnb {
 namespace {
@@ -24,19 +25,7 @@ std::map<std::string, Tensor> run_on_host(const BlockGraph& graph, const Problem
   auto plan = plan_block(graph, "reference", host);
   EXPECT_TRUE(plan.is_ok()) << plan.status().message;
   Implementation wrapped;
-  if (perturbed >= 0) {
-    const Implementation* real = plan->nodes[perturbed].impl;
-    wrapped = *real;
-    wrapped.run = [real, by](OpCall& call) -> Status {
-      DNNB_TRY(real->run(call));
-      for (Tensor& out : call.outputs) {
-        void* d = out.host_data();
-        for (int64_t i = 0; i < out.numel(); ++i) store_element(d, out.dtype, i, load_element(d, out.dtype, i) * (1 + by));
-      }
-      return Status::ok();
-    };
-    plan->nodes[perturbed].impl = &wrapped;
-  }
+  if (perturbed >= 0) block_test::perturb_node(*plan, perturbed, by, wrapped);
   auto ws = empty_tensor(host, DType::u8, {static_cast<int64_t>(std::max<size_t>(plan->workspace_bytes, 1))});
   EXPECT_TRUE(ws.is_ok());
   std::vector<Tensor> outputs;
