@@ -31,16 +31,14 @@ kernel __attribute__((reqd_work_group_size(SDPA_WG, 1, 1))) void mlstm_fwd(
   const int lid = get_local_id(0);
   const int r = lid / SDPA_T;
   const int t = lid - r * SDPA_T;
-  const long blocks = (dm.s + SDPA_BQ - 1) / SDPA_BQ;
-  const long bh = get_group_id(0) / blocks;
-  const long i0 = (get_group_id(0) - bh * blocks) * SDPA_BQ;
-  const long b = bh / dm.heads;
-  const long hd = bh - b * dm.heads;
+  const dnnb_mlstm_place place = mlstm_place(dm, (dm.s + SDPA_BQ - 1) / SDPA_BQ);
+  const long bh = place.bh, b = place.b, hd = place.hd;
+  const long i0 = place.j * SDPA_BQ;
   const long i = i0 + r;
-  const long k_base = kv.offset + b * kv.sb + hd * kv.sh;
-  const long v_base = vv.offset + b * vv.sb + hd * vv.sh;
+  const long k_base = mlstm_head_base(kv, b, hd);
+  const long v_base = mlstm_head_base(vv, b, hd);
   const long g_row = bh * dm.s;
-  sdpa_stage(q, qv.offset + b * qv.sb + hd * qv.sh, qv, i0, dm.s, dm.dqk, SDPA_BQ, SDPA_KW4, q_tile, lid, SDPA_WG);
+  sdpa_stage(q, mlstm_head_base(qv, b, hd), qv, i0, dm.s, dm.dqk, SDPA_BQ, SDPA_KW4, q_tile, lid, SDPA_WG);
   const float4 gq = i < dm.s ? ga[g_row + i] : (float4)(0.0f);
   const float2 M = gq.zw;
 
@@ -75,11 +73,11 @@ kernel __attribute__((reqd_work_group_size(SDPA_WG, 1, 1))) void mlstm_fwd(
   const float4 gm = gc[g_row + i];
   const float norm = fmax(fabs(rowsum), mlstm_exp_neg(gm.zw));
   const float denom = norm + eps;
-  const long h_base = hv.offset + b * hv.sb + hd * hv.sh + i * hv.ss;
+  const long h_base = mlstm_head_base(hv, b, hd) + i * hv.ss;
   for (int c = 0; c < SDPA_DVT4; ++c)
     dnnb_store_cols4(h, h_base, hv.se, dm.dv, 4 * (long)(t + SDPA_T * c), acc[c] / denom);
   if (t == 0) {
-    n[nv.offset + b * nv.sb + hd * nv.sh + i * nv.ss] = norm;
-    m[mv.offset + b * mv.sb + hd * mv.sh + i * mv.ss] = gm.z + gm.w;
+    n[mlstm_head_base(nv, b, hd) + i * nv.ss] = norm;
+    m[mlstm_head_base(mv, b, hd) + i * mv.ss] = gm.z + gm.w;
   }
 }

@@ -17,6 +17,25 @@ typedef struct {
   long batch, heads, s, dqk, dv, chunk;
 } dnnb_mlstm_dims;
 
+// Where a work-group stands in a launch of `per_head` groups per (batch, head), groups of one
+// head adjacent: bh = batch x head, its batch b and head hd, and j = the group's index within the
+// head (its block of rows or tile of columns).
+typedef struct {
+  long bh, b, hd, j;
+} dnnb_mlstm_place;
+
+inline dnnb_mlstm_place mlstm_place(dnnb_mlstm_dims dm, long per_head) {
+  dnnb_mlstm_place p;
+  p.bh = get_group_id(0) / per_head;
+  p.j = get_group_id(0) - p.bh * per_head;
+  p.b = p.bh / dm.heads;
+  p.hd = p.bh - p.b * dm.heads;
+  return p;
+}
+
+// The offset of (batch b, head hd)'s first element in an operand.
+inline long mlstm_head_base(dnnb_sdpa_view v, long b, long hd) { return v.offset + b * v.sb + hd * v.sh; }
+
 // a + b = s + e exactly (Knuth's two-sum; no multiply, so FP_CONTRACT cannot fuse it).
 inline float2 mlstm_two_sum(float a, float b) {
   const float s = a + b;
@@ -85,11 +104,10 @@ kernel __attribute__((reqd_work_group_size(MLSTM_GATES_WG, 1, 1))) void mlstm_ga
   global float4* gc = gates + dm.batch * dm.heads * dm.s;
   global int* arg = (global int*)(gc + dm.batch * dm.heads * dm.s);
   const int lid = get_local_id(0);
-  const long bh = get_group_id(0);
-  const long b = bh / dm.heads;
-  const long h = bh - b * dm.heads;
-  const long i_base = iv.offset + b * iv.sb + h * iv.sh;
-  const long f_base = fv.offset + b * fv.sb + h * fv.sh;
+  const dnnb_mlstm_place place = mlstm_place(dm, 1);
+  const long bh = place.bh, b = place.b, h = place.hd;
+  const long i_base = mlstm_head_base(iv, b, h);
+  const long f_base = mlstm_head_base(fv, b, h);
   float2 c_carry = (float2)(0.0f, 0.0f);  // c at the end of the previous blocks
   float2 m_carry = clamp_zero ? (float2)(0.0f, 0.0f) : (float2)(-INFINITY, 0.0f);  // their max of a
   int at_carry = -1;

@@ -44,18 +44,16 @@ kernel __attribute__((reqd_work_group_size(MLSTM_ROWS_WG, 1, 1))) void mlstm_bwd
   const int lid = get_local_id(0);
   const int r = lid / SDPA_T;
   const int t = lid - r * SDPA_T;
-  const long blocks = (dm.s + SDPA_BQ - 1) / SDPA_BQ;
-  const long bh = get_group_id(0) / blocks;
-  const long i0 = (get_group_id(0) - bh * blocks) * SDPA_BQ;
-  const long b = bh / dm.heads;
-  const long hd = bh - b * dm.heads;
+  const dnnb_mlstm_place place = mlstm_place(dm, (dm.s + SDPA_BQ - 1) / SDPA_BQ);
+  const long bh = place.bh, b = place.b, hd = place.hd;
+  const long i0 = place.j * SDPA_BQ;
   const long i = i0 + r;
   const long g_row = bh * dm.s;
-  const long k_base = kv.offset + b * kv.sb + hd * kv.sh;
-  const long v_base = vv.offset + b * vv.sb + hd * vv.sh;
-  sdpa_stage(q, qv.offset + b * qv.sb + hd * qv.sh, qv, i0, dm.s, dm.dqk, SDPA_BQ, SDPA_KW4, q_tile, lid,
+  const long k_base = mlstm_head_base(kv, b, hd);
+  const long v_base = mlstm_head_base(vv, b, hd);
+  sdpa_stage(q, mlstm_head_base(qv, b, hd), qv, i0, dm.s, dm.dqk, SDPA_BQ, SDPA_KW4, q_tile, lid,
              MLSTM_ROWS_WG);
-  sdpa_stage(dh, dhv.offset + b * dhv.sb + hd * dhv.sh, dhv, i0, dm.s, dm.dv, SDPA_BQ, SDPA_VW4, dh_tile, lid,
+  sdpa_stage(dh, mlstm_head_base(dhv, b, hd), dhv, i0, dm.s, dm.dv, SDPA_BQ, SDPA_VW4, dh_tile, lid,
              MLSTM_ROWS_WG);
   const float2 M = i < dm.s ? ga[g_row + i].zw : (float2)(0.0f, 0.0f);
 
@@ -103,12 +101,12 @@ kernel __attribute__((reqd_work_group_size(MLSTM_ROWS_WG, 1, 1))) void mlstm_bwd
 
   if (i >= dm.s) return;
   const float floor_m = mlstm_exp_neg(gc[g_row + i].zw);
-  const float den = n[nv.offset + b * nv.sb + hd * nv.sh + i * nv.ss] + eps;
+  const float den = n[mlstm_head_base(nv, b, hd) + i * nv.ss] + eps;
   const float dn = -(g / den) / den;
   const bool by_sum = fabs(rs) > floor_m;
   const float drs = by_sum ? dn * sign(rs) : 0.0f;
   const float dm_n = by_sum ? 0.0f : -dn * floor_m;
-  const long dq_base = dqv.offset + b * dqv.sb + hd * dqv.sh + i * dqv.ss;
+  const long dq_base = mlstm_head_base(dqv, b, hd) + i * dqv.ss;
   for (int c = 0; c < SDPA_DT4; ++c)
     dnnb_store_cols4(dq, dq_base, dqv.se, dm.dqk, 4 * (long)(t + SDPA_T * c),
                      scale * (acc_a[c] / den + drs * acc_b[c]));
@@ -136,18 +134,16 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
   const int lid = get_local_id(0);
   const int r = lid / SDPA_T;
   const int t = lid - r * SDPA_T;
-  const long blocks = (dm.s + SDPA_BN - 1) / SDPA_BN;
-  const long bh = get_group_id(0) / blocks;
-  const long s0 = (get_group_id(0) - bh * blocks) * SDPA_BN;
-  const long b = bh / dm.heads;
-  const long hd = bh - b * dm.heads;
+  const dnnb_mlstm_place place = mlstm_place(dm, (dm.s + SDPA_BN - 1) / SDPA_BN);
+  const long bh = place.bh, b = place.b, hd = place.hd;
+  const long s0 = place.j * SDPA_BN;
   const long s = s0 + r;
   const long g_row = bh * dm.s;
-  const long q_base = qv.offset + b * qv.sb + hd * qv.sh;
-  const long dh_base = dhv.offset + b * dhv.sb + hd * dhv.sh;
-  sdpa_stage(k, kv.offset + b * kv.sb + hd * kv.sh, kv, s0, dm.s, dm.dqk, SDPA_BN, SDPA_KW4, k_tile, lid,
+  const long q_base = mlstm_head_base(qv, b, hd);
+  const long dh_base = mlstm_head_base(dhv, b, hd);
+  sdpa_stage(k, mlstm_head_base(kv, b, hd), kv, s0, dm.s, dm.dqk, SDPA_BN, SDPA_KW4, k_tile, lid,
              MLSTM_COLS_WG);
-  sdpa_stage(v, vv.offset + b * vv.sb + hd * vv.sh, vv, s0, dm.s, dm.dv, SDPA_BN, SDPA_VW4, v_tile, lid,
+  sdpa_stage(v, mlstm_head_base(vv, b, hd), vv, s0, dm.s, dm.dv, SDPA_BN, SDPA_VW4, v_tile, lid,
              MLSTM_COLS_WG);
   const float2 a = s < dm.s ? ga[g_row + s].xy : (float2)(-INFINITY, 0.0f);
 
@@ -198,8 +194,8 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
   di_part[lid] = dis;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (s >= dm.s) return;
-  const long dk_base = dkv.offset + b * dkv.sb + hd * dkv.sh + s * dkv.ss;
-  const long dv_base = dvv.offset + b * dvv.sb + hd * dvv.sh + s * dvv.ss;
+  const long dk_base = mlstm_head_base(dkv, b, hd) + s * dkv.ss;
+  const long dv_base = mlstm_head_base(dvv, b, hd) + s * dvv.ss;
   for (int c = 0; c < SDPA_DT4; ++c)
     dnnb_store_cols4(dk, dk_base, dkv.se, dm.dqk, 4 * (long)(t + SDPA_T * c), acc_k[c]);
   for (int c = 0; c < SDPA_DVT4; ++c)
@@ -207,7 +203,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_COLS_WG, 1, 1))) void mlstm_bwd
   if (t == 0) {
     float sum = 0.0f;
     for (int e = 0; e < SDPA_T; ++e) sum += di_part[r * SDPA_T + e];
-    di[di_v.offset + b * di_v.sb + hd * di_v.sh + s * di_v.ss] = sum;
+    di[mlstm_head_base(di_v, b, hd) + s * di_v.ss] = sum;
   }
 }
 
@@ -222,8 +218,8 @@ kernel void mlstm_bwd_df(const global float* fg, dnnb_sdpa_view fv, const global
   const long hd = bh - b * dm.heads;
   float acc = 0.0f;
   for (long t = dm.s - 1; t >= 0; --t) {
-    acc += rows[bh * dm.s + t].w - di[di_v.offset + b * di_v.sb + hd * di_v.sh + t * di_v.ss];
-    const float f = fg[fv.offset + b * fv.sb + hd * fv.sh + t * fv.ss];
-    df[dfv.offset + b * dfv.sb + hd * dfv.sh + t * dfv.ss] = acc / (1.0f + exp(f));
+    acc += rows[bh * dm.s + t].w - di[mlstm_head_base(di_v, b, hd) + t * di_v.ss];
+    const float f = fg[mlstm_head_base(fv, b, hd) + t * fv.ss];
+    df[mlstm_head_base(dfv, b, hd) + t * dfv.ss] = acc / (1.0f + exp(f));
   }
 }

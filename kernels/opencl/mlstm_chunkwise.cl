@@ -55,16 +55,14 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
   const int lid = get_local_id(0);
   const int grp = lid / MLSTM_VT;
   const int col = lid - grp * MLSTM_VT;
-  const long tiles = (dm.dv + MLSTM_VT - 1) / MLSTM_VT;
-  const long bh = get_group_id(0) / tiles;
-  const long col0 = (get_group_id(0) - bh * tiles) * MLSTM_VT;
-  const long b = bh / dm.heads;
-  const long hd = bh - b * dm.heads;
+  const dnnb_mlstm_place place = mlstm_place(dm, (dm.dv + MLSTM_VT - 1) / MLSTM_VT);
+  const long bh = place.bh, b = place.b, hd = place.hd;
+  const long col0 = place.j * MLSTM_VT;
   const long g_row = bh * dm.s;
-  const long q_base = qv.offset + b * qv.sb + hd * qv.sh;
-  const long k_base = kv.offset + b * kv.sb + hd * kv.sh;
-  const long v_base = vv.offset + b * vv.sb + hd * vv.sh;
-  const long h_base = hv.offset + b * hv.sb + hd * hv.sh;
+  const long q_base = mlstm_head_base(qv, b, hd);
+  const long k_base = mlstm_head_base(kv, b, hd);
+  const long v_base = mlstm_head_base(vv, b, hd);
+  const long h_base = mlstm_head_base(hv, b, hd);
   const int vt = (int)min((long)MLSTM_VT, dm.dv - col0);  // the tile's columns
 
   for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) c_state[e] = 0.0f;
@@ -171,7 +169,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
   }
 
   barrier(CLK_LOCAL_MEM_FENCE);
-  const long c_base = cv.offset + b * cv.sb + hd * cv.sh;
+  const long c_base = mlstm_head_base(cv, b, hd);
   for (int e = lid; e < SDPA_D4 * MLSTM_VT; e += MLSTM_WG) {
     const int d = e / MLSTM_VT;
     const int c = e - d * MLSTM_VT;
@@ -179,9 +177,9 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_chunkwis
   }
   if (col0 != 0) return;
   const local float* n_flat = (const local float*)n_state;
-  for (int d = lid; d < dm.dqk; d += MLSTM_WG) n_last[nv.offset + b * nv.sb + hd * nv.sh + d * nv.ss] = n_flat[d];
+  for (int d = lid; d < dm.dqk; d += MLSTM_WG) n_last[mlstm_head_base(nv, b, hd) + d * nv.ss] = n_flat[d];
   if (lid == 0) {
     const float4 last = gc[g_row + dm.s - 1];
-    m_last[mv.offset + b * mv.sb + hd * mv.sh] = last.z + last.w;
+    m_last[mlstm_head_base(mv, b, hd)] = last.z + last.w;
   }
 }

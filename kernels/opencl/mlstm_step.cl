@@ -22,25 +22,23 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_step(
   local float k_row[SDPA_D4];
   local float qn_part[MLSTM_WG];
   const int lid = get_local_id(0);
-  const long tiles = (dm.dv + MLSTM_WG - 1) / MLSTM_WG;
-  const long bh = get_group_id(0) / tiles;
-  const long col0 = (get_group_id(0) - bh * tiles) * MLSTM_WG;
-  const long b = bh / dm.heads;
-  const long hd = bh - b * dm.heads;
+  const dnnb_mlstm_place place = mlstm_place(dm, (dm.dv + MLSTM_WG - 1) / MLSTM_WG);
+  const long bh = place.bh, b = place.b, hd = place.hd;
+  const long col0 = place.j * MLSTM_WG;
 
   // The gates, the same in every item.
-  const float i_pre = ig[iv.offset + b * iv.sb + hd * iv.sh];
-  const float f_pre = fg[fv.offset + b * fv.sb + hd * fv.sh];
-  const float m_old = m[mv.offset + b * mv.sb + hd * mv.sh];
+  const float i_pre = ig[mlstm_head_base(iv, b, hd)];
+  const float f_pre = fg[mlstm_head_base(fv, b, hd)];
+  const float m_old = m[mlstm_head_base(mv, b, hd)];
   const float2 carried = mlstm_two_sum(mlstm_logsigmoid(f_pre), m_old);  // logsigmoid(f) + m
   const float2 i2 = (float2)(i_pre, 0.0f);
   const float2 m2 = mlstm_df_greater(i2, carried) ? i2 : carried;
   const float fgate = exp(mlstm_df_diff(carried, m2));
   const float igate = exp(mlstm_df_diff(i2, m2));
 
-  const long q_base = qv.offset + b * qv.sb + hd * qv.sh;
-  const long k_base = kv.offset + b * kv.sb + hd * kv.sh;
-  const long n_base = nv.offset + b * nv.sb + hd * nv.sh;
+  const long q_base = mlstm_head_base(qv, b, hd);
+  const long k_base = mlstm_head_base(kv, b, hd);
+  const long n_base = mlstm_head_base(nv, b, hd);
   float qn = 0.0f;  // this item's part of q . n'
   for (long d = lid; d < dm.dqk; d += MLSTM_WG) {
     const float qd = DNNB_LOAD(q, q_base + d * qv.ss);
@@ -49,7 +47,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_step(
     k_row[d] = kd;
     const float nd = fma(fgate, n[n_base + d * nv.ss], igate * kd);
     qn = fma(qd, nd, qn);
-    if (col0 == 0) n_new[nnv.offset + b * nnv.sb + hd * nnv.sh + d * nnv.ss] = nd;
+    if (col0 == 0) n_new[mlstm_head_base(nnv, b, hd) + d * nnv.ss] = nd;
   }
   qn_part[lid] = qn;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -58,9 +56,9 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_step(
 
   const long col = col0 + lid;
   if (col < dm.dv) {
-    const float iv_col = igate * DNNB_LOAD(v, vv.offset + b * vv.sb + hd * vv.sh + col * vv.ss);
-    const long c_base = cv.offset + b * cv.sb + hd * cv.sh + col * cv.se;
-    const long cn_base = cnv.offset + b * cnv.sb + hd * cnv.sh + col * cnv.se;
+    const float iv_col = igate * DNNB_LOAD(v, mlstm_head_base(vv, b, hd) + col * vv.ss);
+    const long c_base = mlstm_head_base(cv, b, hd) + col * cv.se;
+    const long cn_base = mlstm_head_base(cnv, b, hd) + col * cnv.se;
     float num = 0.0f;
     for (long d = 0; d < dm.dqk; ++d) {
       const float cd = fma(fgate, c[c_base + d * cv.ss], k_row[d] * iv_col);
@@ -68,7 +66,7 @@ kernel __attribute__((reqd_work_group_size(MLSTM_WG, 1, 1))) void mlstm_step(
       num = fma(q_row[d], cd, num);
     }
     const float norm = fmax(fabs(scale * qn_sum), mlstm_exp_neg(m2));
-    DNNB_STORE(h, hv.offset + b * hv.sb + hd * hv.sh + col * hv.ss, scale * num / (norm + eps));
+    DNNB_STORE(h, mlstm_head_base(hv, b, hd) + col * hv.ss, scale * num / (norm + eps));
   }
-  if (col0 == 0 && lid == 0) m_new[mnv.offset + b * mnv.sb + hd * mnv.sh] = m2.x + m2.y;
+  if (col0 == 0 && lid == 0) m_new[mlstm_head_base(mnv, b, hd)] = m2.x + m2.y;
 }
