@@ -1,7 +1,7 @@
-// What the block tests share: a node's outputs perturbed in a plan, and the check that, for a block problem run on avx512, check's hook
-// (explain_mismatch) finds every node within its allowance, and when any one node's output is
-// perturbed in the workspace after the run, names that node and its own repro line, not an
-// earlier or a later one.
+// What the block tests share: a node's outputs perturbed in a plan, and the check that, for a
+// block problem run on avx512, check's hook (explain_mismatch) finds every node within its
+// allowance, and when any one node's output is perturbed in the workspace after the run, names
+// that node and its own repro line, not an earlier or a later one.
 #pragma once
 #include <gtest/gtest.h>
 

@@ -291,4 +291,21 @@ bool register_block(BlockDef def) {
   return added;
 }
 
+Result<HeadsKvFfn> parse_heads_kv_ffn(const Problem& p) {
+  auto heads = p.get_int("heads", 0);
+  if (!heads) return heads.status();
+  auto kv_heads = p.get_int("kv", *heads);
+  if (!kv_heads) return kv_heads.status();
+  auto ffn = p.get_int("ffn", 0);
+  if (!ffn) return ffn.status();
+  return HeadsKvFfn{*heads, *kv_heads, *ffn};
+}
+
+Status check_kv_ffn(const Problem& p, const HeadsKvFfn& w) {
+  if (w.kv < 1 || w.h % w.kv != 0)
+    return Status::bad_input(p.op + ": kv=" + std::to_string(w.kv) + " does not divide heads=" + std::to_string(w.h));
+  if (w.f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(w.f) + ": the MLP width must be given (ffn=F >= 1)");
+  return Status::ok();
+}
+
 }  // namespace dnnb

@@ -35,6 +35,16 @@ struct BlockDef {
 
 bool register_block(BlockDef def);
 
+// The attention and MLP widths of a block problem: heads=H, kv=KV (default H), ffn=F.
+struct HeadsKvFfn {
+  int64_t h = 0, kv = 0, f = 0;
+};
+// Parses them (a value that is no integer is an error naming its param); checked apart, by
+// check_kv_ffn once the caller has checked heads against its own width.
+Result<HeadsKvFfn> parse_heads_kv_ffn(const Problem& p);
+// bad_input unless kv divides heads and ffn >= 1.
+Status check_kv_ffn(const Problem& p, const HeadsKvFfn& w);
+
 // The graph a registered block builds for `problem` (tests, tools); bad_input for an op that is
 // no block.
 Result<BlockGraph> block_graph(const Problem& problem);

@@ -33,22 +33,16 @@ Result<DecodeDims> decode_dims(const Problem& p, int64_t ctx, const std::string&
     return Status::bad_input(p.op + ": a decode step takes one token per sequence (Bx1xE), got " + shape_to_string(p.shape));
   x.b = p.shape[0];
   x.e = p.shape[2];
-  auto heads = p.get_int("heads", 0);
-  if (!heads) return heads.status();
-  auto kv = p.get_int("kv", *heads);
-  if (!kv) return kv.status();
-  auto ffn = p.get_int("ffn", 0);
-  if (!ffn) return ffn.status();
+  auto widths = parse_heads_kv_ffn(p);
+  if (!widths) return widths.status();
   auto head_dim = p.get_int("head_dim", 0);
   if (!head_dim) return head_dim.status();
-  x.h = *heads;
-  x.kv = *kv;
-  x.f = *ffn;
+  x.h = widths->h;
+  x.kv = widths->kv;
+  x.f = widths->f;
   x.d = *head_dim;
   if (x.h < 1) return Status::bad_input(p.op + ": heads=" + std::to_string(x.h) + " must be at least 1");
-  if (x.kv < 1 || x.h % x.kv != 0)
-    return Status::bad_input(p.op + ": kv=" + std::to_string(x.kv) + " does not divide heads=" + std::to_string(x.h));
-  if (x.f < 1) return Status::bad_input(p.op + ": ffn=F, the MLP width, must be given (F >= 1)");
+  DNNB_TRY(check_kv_ffn(p, *widths));
   if (x.d < 2 || x.d % 2 != 0)
     return Status::bad_input(p.op + ": head_dim=" + std::to_string(x.d) + ": must be given, even and at least 2");
   if (ctx < 1) return Status::bad_input(p.op + ": ctx=C, the cache's positions, must be given (C >= 1)");

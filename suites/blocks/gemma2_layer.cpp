@@ -25,18 +25,13 @@ namespace {
 
 Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
-  auto heads = p.get_int("heads", 0);
-  if (!heads) return heads.status();
-  auto kv_heads = p.get_int("kv", *heads);
-  if (!kv_heads) return kv_heads.status();
-  auto ffn = p.get_int("ffn", 0);
-  if (!ffn) return ffn.status();
+  auto widths = parse_heads_kv_ffn(p);
+  if (!widths) return widths.status();
   auto head_dim = p.get_int("head_dim", 0);
   if (!head_dim) return head_dim.status();
-  const int64_t h = *heads, kv = *kv_heads, f = *ffn, d = *head_dim;
+  const int64_t h = widths->h, kv = widths->kv, f = widths->f, d = *head_dim;
   if (h < 1) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " must be at least 1");
-  if (kv < 1 || h % kv != 0) return Status::bad_input(p.op + ": kv=" + std::to_string(kv) + " does not divide heads=" + std::to_string(h));
-  if (f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(f) + ": the MLP width must be given (ffn=F >= 1)");
+  DNNB_TRY(check_kv_ffn(p, *widths));
   if (d < 2 || d % 2 != 0) return Status::bad_input(p.op + ": head_dim=" + std::to_string(d) + ": must be given, even and at least 2");
   auto qscale = p.get_double("qscale", static_cast<double>(d));
   if (!qscale) return qscale.status();

@@ -14,18 +14,12 @@ namespace llama {
 Result<Dims> dims_of(const Problem& p) {
   Dims d;
   d.b = p.shape.at(0), d.s = p.shape.at(1), d.e = p.shape.at(2), d.m = d.b * d.s;
-  auto heads = p.get_int("heads", 0);
-  if (!heads) return heads.status();
-  auto kv_heads = p.get_int("kv", *heads);
-  if (!kv_heads) return kv_heads.status();
-  auto ffn = p.get_int("ffn", 0);
-  if (!ffn) return ffn.status();
-  d.h = *heads, d.kv = *kv_heads, d.f = *ffn;
+  auto widths = parse_heads_kv_ffn(p);
+  if (!widths) return widths.status();
+  d.h = widths->h, d.kv = widths->kv, d.f = widths->f;
   if (d.h < 1 || d.e % d.h != 0)
     return Status::bad_input(p.op + ": heads=" + std::to_string(d.h) + " does not divide E=" + std::to_string(d.e));
-  if (d.kv < 1 || d.h % d.kv != 0)
-    return Status::bad_input(p.op + ": kv=" + std::to_string(d.kv) + " does not divide heads=" + std::to_string(d.h));
-  if (d.f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(d.f) + ": the MLP width must be given (ffn=F >= 1)");
+  DNNB_TRY(check_kv_ffn(p, *widths));
   d.d = d.e / d.h;
   d.eps = ":eps=" + p.get("eps", "1e-6");
   d.theta = ":theta=" + p.get("theta", "10000");

@@ -28,22 +28,17 @@ Result<bool> flag(const Problem& p, const std::string& key) {
 
 Result<BlockGraph> build_zamba2_attn_layer(const Problem& p) {
   const int64_t b = p.shape.at(0), s = p.shape.at(1), e = p.shape.at(2), m = b * s;
-  auto heads = p.get_int("heads", 0);
-  if (!heads) return heads.status();
-  auto kv_heads = p.get_int("kv", *heads);
-  if (!kv_heads) return kv_heads.status();
-  auto ffn = p.get_int("ffn", 0);
-  if (!ffn) return ffn.status();
+  auto widths = parse_heads_kv_ffn(p);
+  if (!widths) return widths.status();
   auto rank = p.get_int("rank", 128);
   if (!rank) return rank.status();
   auto adapter = flag(p, "adapter");
   if (!adapter) return adapter.status();
   auto rope = flag(p, "rope");
   if (!rope) return rope.status();
-  const int64_t h = *heads, kv = *kv_heads, f = *ffn, r = *rank, a = 2 * e;
+  const int64_t h = widths->h, kv = widths->kv, f = widths->f, r = *rank, a = 2 * e;
   if (h < 1 || a % h != 0) return Status::bad_input(p.op + ": heads=" + std::to_string(h) + " does not divide 2E=" + std::to_string(a));
-  if (kv < 1 || h % kv != 0) return Status::bad_input(p.op + ": kv=" + std::to_string(kv) + " does not divide heads=" + std::to_string(h));
-  if (f < 1) return Status::bad_input(p.op + ": ffn=" + std::to_string(f) + ": the MLP width must be given (ffn=F >= 1)");
+  DNNB_TRY(check_kv_ffn(p, *widths));
   if (r < 1) return Status::bad_input(p.op + ": rank=" + std::to_string(r) + ": the adapter rank must be at least 1");
   const int64_t d = a / h;
   const std::string eps = ":eps=" + p.get("eps", "1e-5");
