@@ -86,26 +86,25 @@ Status run_mlstm_bwd(OpCall& call) {
   const cl_float scale = static_cast<cl_float>(d.scale());
 
   KernelArgs rows_args(*rows_kernel);
-  rows_args.add(cl_buffer(q)).add(mlstm_view(q)).add(cl_buffer(k)).add(mlstm_view(k)).add(cl_buffer(v));
-  rows_args.add(mlstm_view(v)).add(cl_buffer(dh)).add(mlstm_view(dh)).add(cl_buffer(n)).add(mlstm_view(n));
-  rows_args.add(*scratch).add(rows_offset).add(cl_buffer(dq)).add(mlstm_view(dq)).add(dims).add(scale);
-  rows_args.add(static_cast<cl_float>(d.eps));
+  for (const Tensor* t : {&q, &k, &v, &dh, &n}) add_mlstm_operand(rows_args, *t);
+  rows_args.add(*scratch).add(rows_offset);
+  add_mlstm_operand(rows_args, dq).add(dims).add(scale).add(static_cast<cl_float>(d.eps));
   DNNB_TRY(rows_args.status());
   DNNB_TRY(launch_sdpa_tiles(device, *rows_kernel, d.batch * d.heads * sdpa_ceil_div(d.s, row_tiles->rows),
                              *row_tiles, "mlstm_bwd/mlstm_bwd_rows"));
 
   KernelArgs cols_args(*cols_kernel);
-  cols_args.add(cl_buffer(q)).add(mlstm_view(q)).add(cl_buffer(k)).add(mlstm_view(k)).add(cl_buffer(v));
-  cols_args.add(mlstm_view(v)).add(cl_buffer(dh)).add(mlstm_view(dh)).add(*scratch).add(rows_offset);
-  cols_args.add(cl_buffer(dk)).add(mlstm_view(dk)).add(cl_buffer(dv)).add(mlstm_view(dv)).add(cl_buffer(di));
-  cols_args.add(mlstm_view(di)).add(dims).add(scale);
+  for (const Tensor* t : {&q, &k, &v, &dh}) add_mlstm_operand(cols_args, *t);
+  cols_args.add(*scratch).add(rows_offset);
+  for (const Tensor* t : {&dk, &dv, &di}) add_mlstm_operand(cols_args, *t);
+  cols_args.add(dims).add(scale);
   DNNB_TRY(cols_args.status());
   DNNB_TRY(launch_sdpa_tiles(device, *cols_kernel, d.batch * d.heads * sdpa_ceil_div(d.s, col_tiles->rows),
                              *col_tiles, "mlstm_bwd/mlstm_bwd_cols"));
 
   KernelArgs df_args(*df_kernel);
-  df_args.add(cl_buffer(f)).add(mlstm_view(f)).add(*scratch).add(rows_offset).add(cl_buffer(di)).add(mlstm_view(di));
-  df_args.add(cl_buffer(df)).add(mlstm_view(df)).add(dims);
+  add_mlstm_operand(df_args, f).add(*scratch).add(rows_offset);
+  add_mlstm_operand(add_mlstm_operand(df_args, di), df).add(dims);
   DNNB_TRY(df_args.status());
   return launch_flat(device, *df_kernel, d.batch * d.heads, "mlstm_bwd/mlstm_bwd_df", 1);
 }

@@ -72,7 +72,8 @@ Status run_mlstm_chunkwise(OpCall& call) {
 
   // q, k, v (i and f only through the gates), the gates, h, c_last, n_last, m_last.
   DNNB_TRY(set_mlstm_forward_args(*kernel, call, 3, *gates, d));
-  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, tiles->vt), static_cast<size_t>(tiles->wg), "mlstm_chunkwise/mlstm_chunkwise_fwd");
+  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, tiles->vt),
+                             static_cast<size_t>(tiles->wg), "mlstm_chunkwise/mlstm_chunkwise_fwd");
 }
 
 bool register_mlstm_chunkwise() {

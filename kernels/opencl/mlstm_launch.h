@@ -1,8 +1,9 @@
 // Host side shared by the OpenCL mLSTM kernels (mlstm.cpp, mlstm_chunkwise.cpp, mlstm_step.cpp,
-// mlstm_bwd.cpp; kernels in mlstm_body.cl and the op's .cl, tiled with sdpa_body.cl): the
-// problem's dims as a kernel argument, the operands' views, the checks of a call against the
-// operand contract (suites/ops/mlstm_desc.h), the tiles, the build options, and the gate
-// pre-pass into device scratch.
+// mlstm_bwd.cpp; kernels in mlstm_body.cl and the op's .cl, tiled with sdpa_body.cl): the call's
+// device and desc, the problem's dims as a kernel argument, the operands' views, the forward
+// kernels' argument list, the checks of a call against the operand contract
+// (suites/ops/mlstm_desc.h), the tiles, the build options, one-dimensional launches, and the
+// gate pre-pass into device scratch.
 #pragma once
 #include <algorithm>
 #include <cstdlib>

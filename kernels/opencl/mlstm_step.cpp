@@ -41,7 +41,8 @@ Status run_mlstm_step(OpCall& call) {
   auto kernel = opencl_kernel(device, "mlstm_step", source, "mlstm_step", options);
   if (!kernel) return kernel.status();
   DNNB_TRY(set_mlstm_forward_args(*kernel, call, call.inputs.size(), nullptr, d));
-  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, kStepItems), static_cast<size_t>(kStepItems), "mlstm_step/mlstm_step");
+  return launch_mlstm_groups(device, *kernel, d.batch * d.heads * sdpa_ceil_div(d.dv, kStepItems),
+                             static_cast<size_t>(kStepItems), "mlstm_step/mlstm_step");
 }
 
 bool register_mlstm_step() { return register_opencl("mlstm_step", float_dtypes(), run_mlstm_step); }
