@@ -16,6 +16,7 @@
 #include <cmath>
 #include <string>
 
+#include "suites/blocks/attention_nodes.h"
 #include "suites/blocks/block_spec.h"
 #include "suites/blocks/gemma2_decode.h"
 #include "suites/blocks/graph_text.h"
@@ -54,22 +55,10 @@ Result<BlockGraph> build_gemma2_layer(const Problem& p) {
   g.node("input_layernorm", "rmsnorm", shape_text({b, s, e}) + eps + with(g.layout_of("x", "x"), ","), {"x", "input_layernorm.weight"},
          {"n1.bse"});
   g.reshape("n1", "n1.bse", {m, e});
-  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
-    const std::string proj = "self_attn." + name + "_proj";
-    g.node(proj, "linear", shape_text({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
-    g.reshape(proj + ".heads", proj + ".out", {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
-           {"self_attn." + name});
-    if (name != "v")
-      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
-             {"self_attn." + name + ".rotated"});
-  }
+  add_qkv_heads(g, b, s, e, h, kv, d, "n1", "pos", theta);
   g.node("self_attn.sdpa", "sdpa", shape_text({b, h, s, d}) + attention, {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"},
          {"self_attn.o", ""});
-  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
-  g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
-         {"self_attn.out"});
+  add_attention_output(g, b, s, e, h, d);
   g.node("post_attention_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"self_attn.out", "post_attention_layernorm.weight"},
          {"attn.normed"});
   g.reshape("attn.normed.bse", "attn.normed", {b, s, e});

@@ -6,6 +6,7 @@
 // Problem "BxSxE:heads=H,kv=KV,ffn=F[,eps=1e-6][,theta=10000]"; head dim E/H; no biases.
 #include "suites/blocks/llama_block.h"
 
+#include "suites/blocks/attention_nodes.h"
 #include "suites/blocks/block_spec.h"
 
 namespace dnnb {
@@ -52,22 +53,10 @@ void declare_forward(BlockBuilder& g, const Dims& dm, bool saved) {
     g.node("input_layernorm.stats", "rmsnorm_stats", shape_text({b, s, e}) + dm.eps + with(g.layout_of("x", "x"), ","), {"x"},
            {"input_layernorm.rstd"});
   g.reshape("n1", "n1.bse", {m, e});
-  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
-    const std::string proj = "self_attn." + name + "_proj";
-    g.node(proj, "linear", shape_text({m, nh * d, e}), {"n1", proj + ".weight"}, {proj + ".out"});
-    g.reshape(proj + ".heads", proj + ".out", {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
-           {"self_attn." + name});
-    if (name != "v")
-      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + dm.theta, {"self_attn." + name, "pos"},
-             {"self_attn." + name + ".rotated"});
-  }
+  add_qkv_heads(g, b, s, e, h, kv, d, "n1", "pos", dm.theta);
   g.node("self_attn.sdpa", "sdpa", shape_text({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv),
          {"self_attn.q.rotated", "self_attn.k.rotated", "self_attn.v"}, {"self_attn.o", saved ? "self_attn.lse" : ""});
-  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
-  g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
-         {"self_attn.out"});
+  add_attention_output(g, b, s, e, h, d);
   g.reshape("self_attn.out.bse", "self_attn.out", {b, s, e});
   g.node("residual_1", "add", shape_text({b, s, e}) + with(g.layout_of("x", "b"), ":"), {"self_attn.out.bse", "x"}, {"h.bse"});
   g.reshape("h", "h.bse", {m, e});

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 
+#include "suites/blocks/attention_nodes.h"
 #include "suites/blocks/block_spec.h"
 #include "suites/blocks/graph_text.h"
 #include "suites/blocks/zamba2_mlp.h"
@@ -69,32 +70,21 @@ Result<BlockGraph> build_zamba2_attn_layer(const Problem& p) {
   g.node("concat", "concat", shape_text({b, s, e}) + ":dim=2" + with(g.layout_of("x", "a"), ","), {"x", "emb"}, {"c"});
   g.node("input_layernorm", "rmsnorm", shape_text({b, s, a}) + eps, {"c", "input_layernorm.weight"}, {"n1.bsa"});
   g.reshape("n1", "n1.bsa", {m, a});
-  for (const auto& [name, nh] : {std::pair<std::string, int64_t>{"q", h}, {"k", kv}, {"v", kv}}) {
-    const std::string proj = "self_attn." + name + "_proj";
-    std::string rows = proj + ".out";
-    g.node(proj, "linear", shape_text({m, nh * d, a}), {"n1", proj + ".weight"}, {rows});
-    if (*adapter) {
-      const std::string list = "self_attn.linear_" + name + "_adapter_list.0";
-      g.node(list + ".0", "linear", shape_text({m, r, a}), {"n1", list + ".0.weight"}, {list + ".low"});
-      g.node(list + ".1", "linear", shape_text({m, a, r}), {list + ".low", list + ".1.weight"}, {list + ".out"});
-      g.node("self_attn." + name + "_adapter_add", "add", shape_text({m, a}), {rows, list + ".out"}, {proj + ".adapted"});
-      rows = proj + ".adapted";
-    }
-    g.reshape(proj + ".heads", rows, {b, s, nh, d});
-    g.node("self_attn." + name + "_heads", "permute", shape_text({b, s, nh, d}) + ":perm=0213", {proj + ".heads"},
-           {"self_attn." + name});
-    if (*rope && name != "v")
-      g.node("self_attn." + name + "_rope", "rope", shape_text({b, nh, s, d}) + theta, {"self_attn." + name, "pos"},
-             {"self_attn." + name + ".rotated"});
-  }
+  // The adapters add a low-rank B(A(n1)) to each projection's rows.
+  const auto add_adapter = [&](const std::string& name, const std::string& rows) {
+    const std::string list = "self_attn.linear_" + name + "_adapter_list.0", adapted = "self_attn." + name + "_proj.adapted";
+    g.node(list + ".0", "linear", shape_text({m, r, a}), {"n1", list + ".0.weight"}, {list + ".low"});
+    g.node(list + ".1", "linear", shape_text({m, a, r}), {list + ".low", list + ".1.weight"}, {list + ".out"});
+    g.node("self_attn." + name + "_adapter_add", "add", shape_text({m, a}), {rows, list + ".out"}, {adapted});
+    return adapted;
+  };
+  add_qkv_heads(g, b, s, a, h, kv, d, "n1", "pos", *rope ? theta : "",
+                *adapter ? std::function<std::string(const std::string&, const std::string&)>(add_adapter) : nullptr);
   const std::string q = *rope ? "self_attn.q.rotated" : "self_attn.q", k = *rope ? "self_attn.k.rotated" : "self_attn.k";
   g.node("self_attn.sdpa", "sdpa",
          shape_text({b, h, s, d}) + ":causal=1,kv=" + std::to_string(kv) + ",scale=" + number_text(1.0 / std::sqrt(d / 2.0)),
          {q, k, "self_attn.v"}, {"self_attn.o", ""});
-  g.node("self_attn.merge_heads", "permute", shape_text({b, h, s, d}) + ":perm=0213", {"self_attn.o"}, {"self_attn.o.bshd"});
-  g.reshape("self_attn.o.rows", "self_attn.o.bshd", {m, h * d});
-  g.node("self_attn.o_proj", "linear", shape_text({m, e, h * d}), {"self_attn.o.rows", "self_attn.o_proj.weight"},
-         {"self_attn.out"});
+  add_attention_output(g, b, s, e, h, d);
   g.node("pre_ff_layernorm", "rmsnorm", shape_text({m, e}) + eps, {"self_attn.out", "pre_ff_layernorm.weight"}, {"n2"});
   zamba2_mlp_nodes(g, "feed_forward.", "n2", "feed_forward.out", m, e, f, r);
   // A block's output is a node's own (core/block.h), and linear writes [M, E]: an identity
