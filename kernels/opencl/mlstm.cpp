@@ -31,14 +31,10 @@ Status run_mlstm(OpCall& call) {
   const std::string options = mlstm_options(device, dtype, d, tiles->lanes,
                                             "-DSDPA_BQ=" + std::to_string(tiles->rows) +
                                                 " -DSDPA_BK=" + std::to_string(tiles->walk));
-  auto gates_kernel = opencl_kernel(device, "mlstm", source, "mlstm_gates", options);
-  if (!gates_kernel) return gates_kernel.status();
   auto kernel = opencl_kernel(device, "mlstm", source, "mlstm_fwd", options);
   if (!kernel) return kernel.status();
-  auto gates = device.scratch(mlstm_gates_bytes(d));
+  auto gates = run_mlstm_gates(device, call, d, "mlstm", source, options, mlstm_gates_bytes(d), false);
   if (!gates) return gates.status();
-  DNNB_TRY(launch_mlstm_gates(device, *gates_kernel, call.inputs[3], call.inputs[4], *gates, d, false,
-                              "mlstm/mlstm_gates"));
 
   // q, k, v (i and f only through the gates), the gates, h, n, m.
   DNNB_TRY(set_mlstm_forward_args(*kernel, call, 3, *gates, d));

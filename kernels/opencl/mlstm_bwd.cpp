@@ -63,8 +63,6 @@ Status run_mlstm_bwd(OpCall& call) {
       device, dtype, d, row_tiles->lanes,
       "-DSDPA_BQ=" + std::to_string(row_tiles->rows) + " -DSDPA_BK=" + std::to_string(row_tiles->walk) +
           " -DSDPA_BN=" + std::to_string(col_tiles->rows) + " -DSDPA_BM=" + std::to_string(col_tiles->walk));
-  auto gates_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_gates", options);
-  if (!gates_kernel) return gates_kernel.status();
   auto rows_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_bwd_rows", options);
   if (!rows_kernel) return rows_kernel.status();
   auto cols_kernel = opencl_kernel(device, "mlstm_bwd", source, "mlstm_bwd_cols", options);
@@ -77,10 +75,8 @@ Status run_mlstm_bwd(OpCall& call) {
   const size_t gates_bytes = mlstm_gates_bytes(d);
   const size_t rows_at = (gates_bytes + 15) / 16;  // in float4
   const size_t positions = static_cast<size_t>(d.batch * d.heads * d.s);
-  auto scratch = device.scratch(16 * (rows_at + positions));
+  auto scratch = run_mlstm_gates(device, call, d, "mlstm_bwd", source, options, 16 * (rows_at + positions), false);
   if (!scratch) return scratch.status();
-  DNNB_TRY(launch_mlstm_gates(device, *gates_kernel, call.inputs[3], f, *scratch, d, false,
-                              "mlstm_bwd/mlstm_gates"));
   const cl_long rows_offset = static_cast<cl_long>(rows_at);
   const ClMlstmDims dims = mlstm_dims(d);
   const cl_float scale = static_cast<cl_float>(d.scale());

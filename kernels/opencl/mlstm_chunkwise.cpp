@@ -61,14 +61,10 @@ Status run_mlstm_chunkwise(OpCall& call) {
       mlstm_options(device, dtype, d, 1,
                     "-DSDPA_BQ=1 -DSDPA_BK=1 -DMLSTM_WG=" + std::to_string(tiles->wg) +
                         " -DMLSTM_LC=" + std::to_string(tiles->lc) + " -DMLSTM_VT=" + std::to_string(tiles->vt));
-  auto gates_kernel = opencl_kernel(device, "mlstm_chunkwise", source, "mlstm_gates", options);
-  if (!gates_kernel) return gates_kernel.status();
   auto kernel = opencl_kernel(device, "mlstm_chunkwise", source, "mlstm_chunkwise_fwd", options);
   if (!kernel) return kernel.status();
-  auto gates = device.scratch(mlstm_gates_bytes(d));
+  auto gates = run_mlstm_gates(device, call, d, "mlstm_chunkwise", source, options, mlstm_gates_bytes(d), true);
   if (!gates) return gates.status();
-  DNNB_TRY(launch_mlstm_gates(device, *gates_kernel, call.inputs[3], call.inputs[4], *gates, d, true,
-                              "mlstm_chunkwise/mlstm_gates"));
 
   // q, k, v (i and f only through the gates), the gates, h, c_last, n_last, m_last.
   DNNB_TRY(set_mlstm_forward_args(*kernel, call, 3, *gates, d));

@@ -65,17 +65,14 @@ inline Result<MlstmRun> mlstm_run(OpCall& call) {
   return MlstmRun{*device, *d, call.problem.dtype};
 }
 
-// `groups` work-groups of `items` items, one dimension; unsupported when the compiled kernel
-// cannot run that many items on this device.
+// `groups` work-groups of `items` items, one dimension (launch_sdpa_tiles with one lane per row);
+// unsupported when the compiled kernel cannot run that many items on this device.
 inline Status launch_mlstm_groups(OpenCLDevice& device, cl_kernel kernel, int64_t groups, size_t items,
                                   const std::string& what) {
-  auto fits = row_kernel_fits(device, kernel, items);
-  if (!fits) return fits.status();
-  if (!*fits)
-    return Status::unsupported("opencl " + what + ": the kernel cannot run work-groups of " + std::to_string(items) +
-                               " items on this device");
-  const size_t global = static_cast<size_t>(groups) * items;
-  return enqueue(device, kernel, 1, &global, &items, what);
+  SdpaTiles tiles;
+  tiles.rows = static_cast<int64_t>(items);
+  tiles.lanes = 1;
+  return launch_sdpa_tiles(device, kernel, groups, tiles, what);
 }
 
 // Sets the arguments of the forward kernels (mlstm_fwd, mlstm_chunkwise_fwd, mlstm_step), which
@@ -185,6 +182,21 @@ inline Status launch_mlstm_gates(OpenCLDevice& device, cl_kernel kernel, const T
   add_mlstm_operand(add_mlstm_operand(args, ig), fg).add(gates).add(mlstm_dims(d)).add(cl_int{clamp_zero ? 1 : 0});
   DNNB_TRY(args.status());
   return launch_mlstm_groups(device, kernel, d.batch * d.heads, kMlstmGatesItems, what);
+}
+
+// Builds mlstm_gates from the op's program (`op`, `source`, `options`: those of its own kernels),
+// takes `scratch_bytes` (at least mlstm_gates_bytes(d)) of device scratch and enqueues the gate
+// pre-pass over the call's i and f (inputs 3 and 4) into its start; returns the scratch.
+inline Result<cl_mem> run_mlstm_gates(OpenCLDevice& device, const OpCall& call, const ops::MlstmDesc& d,
+                                      const std::string& op, const std::string& source, const std::string& options,
+                                      size_t scratch_bytes, bool clamp_zero) {
+  auto kernel = opencl_kernel(device, op, source, "mlstm_gates", options);
+  if (!kernel) return kernel.status();
+  auto scratch = device.scratch(scratch_bytes);
+  if (!scratch) return scratch.status();
+  DNNB_TRY(launch_mlstm_gates(device, *kernel, call.inputs[3], call.inputs[4], *scratch, d, clamp_zero,
+                              op + "/mlstm_gates"));
+  return *scratch;
 }
 
 }  // namespace dnnb::opencl
