@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,50 +38,75 @@ inline void perturb_node(BlockPlan& plan, int perturbed, double by, Implementati
   plan.nodes[perturbed].impl = &wrapped;
 }
 
-// Runs the block problem `text` once on avx512 (skipping the test where this build or CPU has no
-// avx512 implementation of it), then perturbs each node's output in turn by 10 times its
-// allowance (at least 2 ulps of bf16: outside it, as a wrong kernel would be) and expects the
-// hook to name that node. A block with state (caches updated in place) takes the same path: the
-// run and the hook's float64 graph both store the step's token into them, the same values
-// whichever runs first.
-inline void expect_perturbed_node_named(const char* text) {
-  const Problem problem = *Problem::parse(text);
-  const OpSpec* spec = Registry::instance().find_op(problem.op);
-  ASSERT_NE(spec, nullptr) << text;
-  const Implementation* impl = Registry::instance().find_implementation(problem.op, "avx512", "");
-  DeviceRuntime* cpu = DeviceSet::instance().first(DeviceKind::cpu);
-  if (!impl || !cpu) GTEST_SKIP() << "no avx512 implementation in this build";
-  Status supported = impl->supports(problem, *cpu);
+// A block problem run once on avx512: the call (its inputs, y, and the workspace that holds
+// every node's output) and the graph's values bound to that workspace.
+struct Avx512BlockRun {
+  Problem problem;
+  const OpSpec* spec = nullptr;
+  const Implementation* impl = nullptr;
+  DeviceRuntime* cpu = nullptr;
+  std::vector<Tensor> inputs;
+  std::unique_ptr<OpCall> call;
+  BlockGraph graph;
+  std::map<std::string, Tensor> values;
+};
+
+// Runs the block problem `text` once on avx512 into `r` (skipping the test where this build or
+// CPU has no avx512 implementation of it) and expects check's hook to find every node within its
+// allowance. A block with state (caches updated in place) takes the same path: the run and the
+// hook's float64 graph both store the step's token into them, the same values whichever runs
+// first. The caller returns on HasFatalFailure() or IsSkipped().
+inline void run_block_on_avx512(const char* text, Avx512BlockRun& r) {
+  r.problem = *Problem::parse(text);
+  r.spec = Registry::instance().find_op(r.problem.op);
+  ASSERT_NE(r.spec, nullptr) << text;
+  r.impl = Registry::instance().find_implementation(r.problem.op, "avx512", "");
+  r.cpu = DeviceSet::instance().first(DeviceKind::cpu);
+  if (!r.impl || !r.cpu) GTEST_SKIP() << "no avx512 implementation in this build";
+  Status supported = r.impl->supports(r.problem, *r.cpu);
   if (!supported.is_ok()) GTEST_SKIP() << supported.message;
-  auto sig = spec->signature(problem);
+  auto sig = r.spec->signature(r.problem);
   ASSERT_TRUE(sig.is_ok()) << sig.status().message;
-  auto inputs = make_random_inputs(*spec, problem, *sig);
+  auto inputs = make_random_inputs(*r.spec, r.problem, *sig);
   ASSERT_TRUE(inputs.is_ok());
-  auto ws = make_workspace(*impl, problem, *cpu);
+  r.inputs = *inputs;
+  auto ws = make_workspace(*r.impl, r.problem, *r.cpu);
   ASSERT_TRUE(ws.is_ok()) << ws.status().message;
-  auto y = empty_tensor(*cpu, sig->outputs[0].dtype, sig->outputs[0].shape);
+  auto y = empty_tensor(*r.cpu, sig->outputs[0].dtype, sig->outputs[0].shape);
   ASSERT_TRUE(y.is_ok());
-  OpCall call{problem, *cpu, *inputs, {*y}, *ws};
-  ASSERT_TRUE(impl->run(call).is_ok()) << text;
-  EXPECT_NE(spec->explain_mismatch(*impl, call, *inputs).find("every node's output is within its allowance"), std::string::npos)
+  r.call = std::make_unique<OpCall>(OpCall{r.problem, *r.cpu, r.inputs, {*y}, *ws});
+  ASSERT_TRUE(r.impl->run(*r.call).is_ok()) << text;
+  EXPECT_NE(r.spec->explain_mismatch(*r.impl, *r.call, r.inputs).find("every node's output is within its allowance"),
+            std::string::npos)
       << text;
 
-  auto graph = block_graph(problem);
+  auto graph = block_graph(r.problem);
   ASSERT_TRUE(graph.is_ok());
-  auto plan = plan_block(*graph, "avx512", *cpu);
+  r.graph = *graph;
+  auto plan = plan_block(r.graph, "avx512", *r.cpu);
   ASSERT_TRUE(plan.is_ok());
-  auto values = bind_block(*graph, *plan, call);
+  auto values = bind_block(r.graph, *plan, *r.call);
   ASSERT_TRUE(values.is_ok());
-  const auto allowance = value_allowances(*graph);
-  for (const BlockNode& node : graph->nodes) {
+  r.values = *values;
+}
+
+// Runs `text` as run_block_on_avx512, then perturbs each node's output in turn by 10 times its
+// allowance (at least 2 ulps of bf16: outside it, as a wrong kernel would be) and expects the
+// hook to name that node.
+inline void expect_perturbed_node_named(const char* text) {
+  Avx512BlockRun r;
+  run_block_on_avx512(text, r);
+  if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped()) return;
+  const auto allowance = value_allowances(r.graph);
+  for (const BlockNode& node : r.graph.nodes) {
     const std::string& out = node.outputs[0];
-    Tensor& t = values->at(out);
+    Tensor& t = r.values.at(out);
     const size_t bytes = storage_bytes(t.dtype, t.numel());
     std::vector<unsigned char> saved(bytes);
     ASSERT_TRUE(t.is_contiguous()) << out;
     std::memcpy(saved.data(), t.host_data(), bytes);
     scale_values(t, 1 + std::max(10 * allowance.at(out), 0x1p-6));
-    const std::string line = spec->explain_mismatch(*impl, call, *inputs);
+    const std::string line = r.spec->explain_mismatch(*r.impl, *r.call, r.inputs);
     EXPECT_NE(line.find("first divergent node: " + node.name + " ("), std::string::npos) << text << ": " << line;
     EXPECT_NE(line.find("dnnblocks check --case '" + node.problem.to_string() + "@avx512"), std::string::npos) << line;
     std::memcpy(t.host_data(), saved.data(), bytes);

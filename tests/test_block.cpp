@@ -127,34 +127,12 @@ TEST(Block, PerturbedNodeIsNamed) {
 // scaled in the workspace, and explain_mismatch (what check calls when the case fails) must name
 // that node with its repro line on the case's device.
 TEST(Block, CheckHookReadsTheWorkspace) {
-  const Problem problem = *Problem::parse("llama_block:f32:2x9x64:ffn=80,heads=4,kv=2");
-  const OpSpec* spec = Registry::instance().find_op(problem.op);
-  const Implementation* impl = Registry::instance().find_implementation(problem.op, "avx512", "");
-  DeviceRuntime* cpu = DeviceSet::instance().first(DeviceKind::cpu);
-  if (!impl || !cpu) GTEST_SKIP() << "no avx512 implementation in this build";
-  Status supported = impl->supports(problem, *cpu);
-  if (!supported.is_ok()) GTEST_SKIP() << supported.message;
-  auto sig = spec->signature(problem);
-  ASSERT_TRUE(sig.is_ok());
-  auto inputs = make_random_inputs(*spec, problem, *sig);
-  ASSERT_TRUE(inputs.is_ok());
-  auto ws = make_workspace(*impl, problem, *cpu);
-  ASSERT_TRUE(ws.is_ok()) << ws.status().message;
-  auto y = empty_tensor(*cpu, sig->outputs[0].dtype, sig->outputs[0].shape);
-  ASSERT_TRUE(y.is_ok());
-  OpCall call{problem, *cpu, *inputs, {*y}, *ws};
-  ASSERT_TRUE(impl->run(call).is_ok());
-  EXPECT_NE(spec->explain_mismatch(*impl, call, *inputs).find("every node's output is within its allowance"), std::string::npos);
-
-  auto graph = block_graph(problem);
-  ASSERT_TRUE(graph.is_ok());
-  auto plan = plan_block(*graph, "avx512", *cpu);
-  ASSERT_TRUE(plan.is_ok());
-  auto values = bind_block(*graph, *plan, call);
-  ASSERT_TRUE(values.is_ok());
-  Tensor& act = values->at("mlp.act.out");
+  block_test::Avx512BlockRun r;
+  block_test::run_block_on_avx512("llama_block:f32:2x9x64:ffn=80,heads=4,kv=2", r);
+  if (HasFatalFailure() || IsSkipped()) return;
+  Tensor& act = r.values.at("mlp.act.out");
   for (int64_t i = 0; i < act.numel(); ++i) static_cast<float*>(act.host_data())[i] *= 1.01f;
-  const std::string line = spec->explain_mismatch(*impl, call, *inputs);
+  const std::string line = r.spec->explain_mismatch(*r.impl, *r.call, r.inputs);
   EXPECT_NE(line.find("first divergent node: mlp.act (swiglu)"), std::string::npos) << line;
   EXPECT_NE(line.find("dnnblocks check --case 'swiglu:f32:18x80@avx512:0'"), std::string::npos) << line;
 }
