@@ -1,7 +1,7 @@
-// What the block tests share: a node's outputs perturbed in a plan, and the check that, for a
-// block problem run on avx512, check's hook (explain_mismatch) finds every node within its
-// allowance, and when any one node's output is perturbed in the workspace after the run, names
-// that node and its own repro line, not an earlier or a later one.
+// What the block tests share: a graph run on the host with a node's outputs perturbed, and the
+// check that, for a block problem run on avx512, check's hook (explain_mismatch) finds every
+// node within its allowance, and when any one node's output is perturbed in the workspace after
+// the run, names that node and its own repro line, not an earlier or a later one.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -36,6 +36,35 @@ inline void perturb_node(BlockPlan& plan, int perturbed, double by, Implementati
     return Status::ok();
   };
   plan.nodes[perturbed].impl = &wrapped;
+}
+
+// Every value of `graph` (one output or several), on the host, run by the reference
+// implementation of each node's op (rounding each node's output into the block dtype, as a
+// backend's kernels do), node `perturbed` (if >= 0) scaling its outputs by 1 + `by` after it runs.
+inline std::map<std::string, Tensor> run_on_host(const BlockGraph& graph, const Problem& problem,
+                                                 const std::vector<Tensor>& inputs, int perturbed, double by) {
+  HostDevice& host = scratch_host();
+  auto plan = plan_block(graph, "reference", host);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message;
+  Implementation wrapped;
+  if (perturbed >= 0) block_test::perturb_node(*plan, perturbed, by, wrapped);
+  auto ws = empty_tensor(host, DType::u8, {static_cast<int64_t>(std::max<size_t>(plan->workspace_bytes, 1))});
+  EXPECT_TRUE(ws.is_ok());
+  std::vector<Tensor> outputs;
+  for (const std::string& name : graph.outputs) {
+    const BlockValue& v = graph.values.at(name);
+    auto made = empty_tensor(host, v.dtype, v.shape);
+    EXPECT_TRUE(made.is_ok());
+    outputs.push_back(*made);
+  }
+  OpCall call{problem, host, inputs, outputs, *ws};
+  Status ran = run_block(graph, *plan, call);
+  EXPECT_TRUE(ran.is_ok()) << ran.message;
+  auto values = bind_block(graph, *plan, call);
+  EXPECT_TRUE(values.is_ok());
+  std::map<std::string, Tensor> host_values;
+  for (auto& [name, t] : *values) host_values[name] = *to_host(t);
+  return host_values;
 }
 
 // A block problem run once on avx512: the call (its inputs, y, and the workspace that holds

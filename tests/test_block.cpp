@@ -45,32 +45,6 @@ TEST(Block, RegisteredLikeOps) {
   }
 }
 
-// Runs `graph` on the host with the reference implementation of each node's op (rounding each
-// node's output into the block dtype, as a backend's kernels do), node `perturbed` (if >= 0)
-// scaling its outputs by 1 + `by` after it runs. Returns every value, on the host.
-std::map<std::string, Tensor> run_on_host(const BlockGraph& graph, const Problem& problem, const std::vector<Tensor>& inputs,
-                                          int perturbed, double by, Tensor& y) {
-  HostDevice& host = scratch_host();
-  auto plan = plan_block(graph, "reference", host);
-  EXPECT_TRUE(plan.is_ok()) << plan.status().message;
-  Implementation wrapped;
-  if (perturbed >= 0) block_test::perturb_node(*plan, perturbed, by, wrapped);
-  auto ws = empty_tensor(host, DType::u8, {static_cast<int64_t>(std::max<size_t>(plan->workspace_bytes, 1))});
-  EXPECT_TRUE(ws.is_ok());
-  const BlockValue& out = graph.values.at(graph.outputs[0]);
-  auto made = empty_tensor(host, out.dtype, out.shape);
-  EXPECT_TRUE(made.is_ok());
-  y = *made;
-  OpCall call{problem, host, inputs, {y}, *ws};
-  Status ran = run_block(graph, *plan, call);
-  EXPECT_TRUE(ran.is_ok()) << ran.message;
-  auto values = bind_block(graph, *plan, call);
-  EXPECT_TRUE(values.is_ok());
-  std::map<std::string, Tensor> host_values;
-  for (auto& [name, t] : *values) host_values[name] = *to_host(t);
-  return host_values;
-}
-
 struct BlockCase {
   Problem problem;
   const OpSpec* spec = nullptr;
@@ -94,8 +68,7 @@ TEST(Block, HostGraphWithinAllowanceOfFloat64) {
   for (const char* text : {"gpt2_block:f32:2x7x64:heads=4", "gpt2_block:bf16:2x7x64:heads=4",
                            "llama_block:f32:2x9x64:ffn=80,heads=4,kv=2", "llama_block:bf16:2x9x64:ffn=80,heads=4,kv=2"}) {
     BlockCase c = block_case(text, block_graph);
-    Tensor y;
-    auto ours = run_on_host(c.graph, c.problem, c.inputs, -1, 0, y);
+    auto ours = block_test::run_on_host(c.graph, c.problem, c.inputs, -1, 0);
     auto f64 = run_block_f64(c.graph, c.inputs);
     ASSERT_TRUE(f64.is_ok()) << f64.status().message;
     EXPECT_EQ(first_divergence(c.graph, ours, *f64, "reference", ""), "") << text;
@@ -113,8 +86,7 @@ TEST(Block, PerturbedNodeIsNamed) {
       // Scaled by 10 times the node's allowance (at least 2 ulps of bf16): outside it, as a
       // wrong kernel would be.
       const double by = std::max(10 * allowance.at(node.outputs[0]), 0x1p-6);
-      Tensor y;
-      auto ours = run_on_host(c.graph, c.problem, c.inputs, n, by, y);
+      auto ours = block_test::run_on_host(c.graph, c.problem, c.inputs, n, by);
       const std::string line = first_divergence(c.graph, ours, *f64, "reference", "");
       EXPECT_NE(line.find("first divergent node: " + node.name + " ("), std::string::npos)
           << text << ": perturbed " << node.name << " by " << by << ", got: " << line;

@@ -16,35 +16,6 @@
 namespace dnnb {
 namespace {
 
-// Every value of `graph` run on the host by the reference implementation of each node's op
-// (rounding each node's output into the block dtype, as a backend's kernels do), node
-// `perturbed` (if >= 0) scaling its outputs by 1 + `by` after it runs.
-std::map<std::string, Tensor> run_on_host(const BlockGraph& graph, const Problem& problem, const std::vector<Tensor>& inputs,
-                                          int perturbed, double by) {
-  HostDevice& host = scratch_host();
-  auto plan = plan_block(graph, "reference", host);
-  EXPECT_TRUE(plan.is_ok()) << plan.status().message;
-  Implementation wrapped;
-  if (perturbed >= 0) block_test::perturb_node(*plan, perturbed, by, wrapped);
-  auto ws = empty_tensor(host, DType::u8, {static_cast<int64_t>(std::max<size_t>(plan->workspace_bytes, 1))});
-  EXPECT_TRUE(ws.is_ok());
-  std::vector<Tensor> outputs;
-  for (const std::string& name : graph.outputs) {
-    const BlockValue& v = graph.values.at(name);
-    auto made = empty_tensor(host, v.dtype, v.shape);
-    EXPECT_TRUE(made.is_ok());
-    outputs.push_back(*made);
-  }
-  OpCall call{problem, host, inputs, outputs, *ws};
-  Status ran = run_block(graph, *plan, call);
-  EXPECT_TRUE(ran.is_ok()) << ran.message;
-  auto values = bind_block(graph, *plan, call);
-  EXPECT_TRUE(values.is_ok());
-  std::map<std::string, Tensor> host_values;
-  for (auto& [name, t] : *values) host_values[name] = *to_host(t);
-  return host_values;
-}
-
 struct Case {
   Problem problem;
   BlockGraph graph;
@@ -81,7 +52,7 @@ TEST(BlockBwd, HostGraphWithinAllowanceOfFloat64) {
   for (const char* text : {"gpt2_block_bwd:f32:2x7x64:heads=4", "gpt2_block_bwd:bf16:2x7x64:heads=4",
                            "llama_block_bwd:f32:2x9x64:ffn=80,heads=4,kv=2", "llama_block_bwd:bf16:2x9x64:ffn=80,heads=4,kv=1"}) {
     Case c = make_case(text);
-    auto ours = run_on_host(c.graph, c.problem, c.inputs, -1, 0);
+    auto ours = block_test::run_on_host(c.graph, c.problem, c.inputs, -1, 0);
     auto f64 = run_block_f64(c.graph, c.inputs);
     ASSERT_TRUE(f64.is_ok()) << f64.status().message;
     EXPECT_EQ(first_divergence(c.graph, ours, *f64, "reference", ""), "") << text;
@@ -100,7 +71,7 @@ TEST(BlockBwd, PerturbedNodeIsNamed) {
       double most = 0;
       for (const std::string& out : node.outputs) most = std::max(most, allowance.at(out));
       const double by = std::max(10 * most, 0x1p-6);
-      auto ours = run_on_host(c.graph, c.problem, c.inputs, n, by);
+      auto ours = block_test::run_on_host(c.graph, c.problem, c.inputs, n, by);
       const std::string line = first_divergence(c.graph, ours, *f64, "reference", "");
       EXPECT_NE(line.find("first divergent node: " + node.name + " ("), std::string::npos)
           << text << ": perturbed " << node.name << " by " << by << ", got: " << line;
