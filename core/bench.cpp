@@ -146,7 +146,7 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
       if (!id) return Status::bad_input("--case '" + text + "': " + id.status().message);
       auto cell = plan_case_cell(*id);
       if (!cell) return Status::bad_input("--" + cell.status().message);
-      planned.push_back({cell->spec, cell->impl, cell->device, cell->absent_reason, id->problem});
+      planned.push_back({cell->spec, cell->impl, cell->device, cell->absent_reason, id->problem, "", {}});
     }
     return planned;
   }
@@ -184,7 +184,7 @@ Result<std::vector<PlannedBench>> plan(const BenchOptions& options) {
         }
         for (const PlanCell& cell : *cells)
           if (cell.spec == &spec && cell.dtype == d) {
-            planned.push_back({cell.spec, cell.impl, cell.device, cell.absent_reason, problem});
+            planned.push_back({cell.spec, cell.impl, cell.device, cell.absent_reason, problem, "", {}});
             if (options.nodes && spec.nodes) DNNB_TRY(plan_nodes(spec, cell, problem, planned));
           }
       }
