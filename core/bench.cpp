@@ -97,7 +97,9 @@ Status plan_nodes(const OpSpec& spec, const PlanCell& cell, const Problem& probl
   if (!nodes) return nodes.status();
   const std::string block = case_id_of(cell, problem).to_string();
   std::vector<PlannedBench> mine;
-  for (const auto& [name, node_problem] : *nodes) {
+  for (const auto& node : *nodes) {
+    const std::string& name = node.first;
+    const Problem& node_problem = node.second;  // not a structured binding: the lambda below captures it
     auto same = std::find_if(mine.begin(), mine.end(), [&](const PlannedBench& b) { return b.problem.to_string() == node_problem.to_string(); });
     if (same != mine.end()) {
       same->nodes.push_back(name);
