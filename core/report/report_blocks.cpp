@@ -57,6 +57,27 @@ std::string percent_text(const ResultRecord& r) {
 
 double node_time(const ResultRecord& r) { return r.median_s * static_cast<double>(std::max<size_t>(1, r.nodes.size())); }
 
+std::string node_names(const ResultRecord& r) {
+  std::string names;
+  for (const auto& n : r.nodes) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
+// A node case's time for all its nodes, "(2x)" where several share the problem; else its status.
+std::string node_time_text(const ResultRecord& r) {
+  if (!r.ok()) return r.status;
+  return format_time(node_time(r)) + (r.nodes.size() > 1 ? " (" + std::to_string(r.nodes.size()) + "x)" : "");
+}
+
+// torch's time over ours for `backend` (torch-eager, torch-compile) of the block's problem. torch
+// runs on the GPU: compared only with our results on the same device.
+std::string torch_ratio(const ReportModel& model, const BlockTable& t, const char* backend, const ResultRecord& ours) {
+  auto it = t.torch.find(backend);
+  if (it == t.torch.end() || !ours.ok() || !model.results[it->second].ok() || model.results[it->second].device != ours.device)
+    return kDash;
+  return format_ratio(model.results[it->second].median_s / ours.median_s);
+}
+
 }  // namespace
 
 std::vector<BlockTable> block_tables(const ReportModel& model) {
@@ -105,13 +126,6 @@ std::string blocks_markdown(const ReportModel& model) {
       "where the files hold them (ratio: torch's time over ours, above 1 is faster than torch).\n\n"
       "| Block | Backend | Median | tokens/s | % of roofline | vs torch eager | vs torch.compile | Sum of nodes |\n"
       "|---|---|---:|---:|---:|---:|---:|---:|\n";
-  auto ratio = [&](const BlockTable& t, const char* backend, const ResultRecord& ours) -> std::string {
-    auto it = t.torch.find(backend);
-    // torch runs on the GPU: compared only with our results on the same device.
-    if (it == t.torch.end() || !ours.ok() || !model.results[it->second].ok() || model.results[it->second].device != ours.device)
-      return kDash;
-    return format_ratio(model.results[it->second].median_s / ours.median_s);
-  };
   for (const auto& t : tables) {
     for (size_t i : t.ours) {
       const ResultRecord& r = model.results[i];
@@ -120,7 +134,7 @@ std::string blocks_markdown(const ReportModel& model) {
       out += "| " + md_escape(t.problem) + " | " + md_escape(r.backend_label()) + " | " +
              (r.ok() ? format_time(r.median_s) : md_escape(r.status)) + " | " +
              (r.ok() && r.tokens > 0 ? si(r.tokens / r.median_s, "") : std::string(kDash)) + " | " + percent_text(r) +
-             " | " + ratio(t, "torch-eager", r) + " | " + ratio(t, "torch-compile", r) + " | " + sum + " |\n";
+             " | " + torch_ratio(model, t, "torch-eager", r) + " | " + torch_ratio(model, t, "torch-compile", r) + " | " + sum + " |\n";
     }
     for (const auto& [backend, i] : t.torch) {
       const ResultRecord& r = model.results[i];
@@ -137,9 +151,7 @@ std::string blocks_markdown(const ReportModel& model) {
              ", nodes timed alone " + format_time(sum) + ")\n\n| Node | Case | Time | Share | % of roofline |\n|---|---|---:|---:|---:|\n";
       for (size_t i : nodes) {
         const ResultRecord& r = model.results[i];
-        std::string names;
-        for (const auto& n : r.nodes) names += (names.empty() ? "" : ", ") + n;
-        const std::string time = r.ok() ? format_time(node_time(r)) + (r.nodes.size() > 1 ? " (" + std::to_string(r.nodes.size()) + "x)" : "") : r.status;
+        const std::string names = node_names(r), time = node_time_text(r);
         out += "| " + md_escape(names) + " | " + md_escape(r.case_id) + " | " + md_escape(time) + " | " +
                (r.ok() && sum > 0 ? format_percent(100 * node_time(r) / sum) : std::string(kDash)) + " | " +
                percent_text(r) + " |\n";
@@ -159,13 +171,6 @@ std::string blocks_section(const ReportModel& model) {
       "<table class=\"results\"><thead><tr><th>Block</th><th>Backend</th><th>Median</th><th>tokens/s</th>"
       "<th>% of roofline</th><th>vs torch eager</th><th>vs torch.compile</th><th>Sum of nodes</th></tr></thead>"
       "<tbody>\n";
-  auto ratio = [&](const BlockTable& t, const char* backend, const ResultRecord& ours) -> std::string {
-    auto it = t.torch.find(backend);
-    // torch runs on the GPU: compared only with our results on the same device.
-    if (it == t.torch.end() || !ours.ok() || !model.results[it->second].ok() || model.results[it->second].device != ours.device)
-      return kDash;
-    return format_ratio(model.results[it->second].median_s / ours.median_s);
-  };
   auto row = [&](const BlockTable& t, const ResultRecord& r, bool torch) {
     auto nodes = t.nodes.end();
     for (auto it = t.nodes.begin(); it != t.nodes.end(); ++it)
@@ -176,8 +181,8 @@ std::string blocks_section(const ReportModel& model) {
                     : "<td class=\"num\" title=\"" + html_escape(r.reason) + "\">" + status_badge(r.status) + "</td>";
     cells += "<td class=\"num\">" + (r.ok() && r.tokens > 0 ? html_escape(si(r.tokens / r.median_s, "")) : kDash) + "</td>";
     cells += "<td class=\"num\" title=\"" + html_escape(r.judged.describe()) + "\">" + html_escape(torch ? kDash : percent_text(r)) + "</td>";
-    cells += "<td class=\"num\">" + html_escape(torch ? "" : ratio(t, "torch-eager", r)) + "</td>";
-    cells += "<td class=\"num\">" + html_escape(torch ? "" : ratio(t, "torch-compile", r)) + "</td>";
+    cells += "<td class=\"num\">" + html_escape(torch ? "" : torch_ratio(model, t, "torch-eager", r)) + "</td>";
+    cells += "<td class=\"num\">" + html_escape(torch ? "" : torch_ratio(model, t, "torch-compile", r)) + "</td>";
     cells += "<td class=\"num\">" +
              html_escape(nodes == t.nodes.end() ? std::string(torch ? "" : kDash) : format_time(nodes_sum_s(model, nodes->second))) +
              "</td></tr>\n";
@@ -198,9 +203,7 @@ std::string blocks_section(const ReportModel& model) {
              "<th>Time</th><th>Share</th><th>% of roofline</th></tr></thead><tbody>\n";
       for (size_t i : nodes) {
         const ResultRecord& r = model.results[i];
-        std::string names;
-        for (const auto& n : r.nodes) names += (names.empty() ? "" : ", ") + n;
-        const std::string time = r.ok() ? format_time(node_time(r)) + (r.nodes.size() > 1 ? " (" + std::to_string(r.nodes.size()) + "x)" : "") : r.status;
+        const std::string names = node_names(r), time = node_time_text(r);
         out += "<tr><td>" + html_escape(names) + "</td><td class=\"mono\">" + html_escape(r.case_id) +
                "</td><td class=\"num\">" + html_escape(time) + "</td><td class=\"num\">" +
                html_escape(r.ok() && sum > 0 ? format_percent(100 * node_time(r) / sum) : std::string(kDash)) +
