@@ -51,7 +51,9 @@ Status apply_layout_param(const std::string& op, const std::string& key, const s
 
 Status apply_operand_params(const Problem& problem, Signature& sig) {
   for (const auto& [key, value] : problem.params) {
-    const size_t dot = key.find('.');
+    // The attribute follows the key's last dot: an operand's name may have dots (a block's
+    // state_dict names, model.embed_tokens.weight), an attribute never does.
+    const size_t dot = key.rfind('.');
     if (dot == std::string::npos) continue;
     const std::string name = key.substr(0, dot), attr = key.substr(dot + 1);
     TensorSpec* operand = nullptr;

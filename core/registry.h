@@ -253,7 +253,8 @@ Status apply_layout_param(const std::string& op, const std::string& key, const s
                           TensorSpec& operand);
 
 // Applies the operand params of a problem to its signature: `<operand>.dt=<dtype>` (one of the
-// operand's dtype_choices) and `<operand>.layout=transposed|padded` (inputs only). bad_input
+// operand's dtype_choices) and `<operand>.layout=transposed|padded` (inputs only); the key splits
+// at its last dot, so an operand name may have dots (model.embed_tokens.weight.layout). bad_input
 // names the key when it names no operand, a dtype the operand does not take, or another
 // attribute. Registry::add_op wraps every op's signature with it.
 Status apply_operand_params(const Problem& problem, Signature& sig);

@@ -45,6 +45,34 @@ TEST(OperandParams, LayoutOnAnyInput) {
   EXPECT_EQ(sig->inputs[1].shape, (Shape{16, 8}));  // the logical shape is unchanged
 }
 
+// The key splits at its last dot: block operands carry their state_dict names, with dots.
+TEST(OperandParams, OperandNamesMayHaveDots) {
+  Signature sig;
+  sig.inputs = {{"model.embed_tokens.weight", DType::f32, {10, 8}}, {"x", DType::f32, {4, 8}}};
+  sig.outputs = {{"y", DType::bf16, {4, 10}, {}, 0, {DType::f32}}};
+  const Problem p = problem_of("dotted:bf16:4x10x8:model.embed_tokens.weight.layout=padded,x.layout=transposed,y.dt=f32");
+  ASSERT_TRUE(apply_operand_params(p, sig).is_ok());
+  EXPECT_EQ(sig.inputs[0].row_padding, 3);
+  EXPECT_EQ(sig.inputs[1].storage_order, (std::vector<int>{1, 0}));
+  EXPECT_EQ(sig.outputs[0].dtype, DType::f32);
+  for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {"dotted:f32:1:model.embed_tokens.layout=padded", "model.embed_tokens.layout"},   // a prefix is no operand
+           {"dotted:f32:1:model.embed_tokens.weight.stride=2", "model.embed_tokens.weight.stride"}}) {
+    Signature copy = sig;
+    Status s = apply_operand_params(problem_of(text), copy);
+    EXPECT_EQ(s.code, StatusCode::bad_input) << text;
+    EXPECT_NE(s.message.find(key), std::string::npos) << text << ": " << s.message;
+  }
+  // A registered block takes a layout on its dotted weight the same way.
+  auto lm = signature_of(
+      "gemma2_lm:f32:1x1x32:ffn=48,head_dim=16,heads=2,kv=1,model.embed_tokens.weight.layout=padded,prompt=1,steps=1,"
+      "vocab=40");
+  ASSERT_TRUE(lm.is_ok()) << lm.status().to_string();
+  int padded = 0;
+  for (const TensorSpec& t : lm->inputs) padded += t.row_padding != 0 && t.name == "model.embed_tokens.weight";
+  EXPECT_EQ(padded, 1);
+}
+
 TEST(OperandParams, MistakesAreBadInputNamingTheKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"matmul:bf16:4x8x16:y.dt=f16", "y.dt"},           // not one of y's choices

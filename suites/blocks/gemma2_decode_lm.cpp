@@ -12,7 +12,8 @@
 // steps), so step s < P's logits are compared with the module's prefill logits at position s
 // (the same function of the same tokens) and step P + k's with its k-th decode step's.
 // Problem "Bx1xE:vocab=V,heads=H,kv=KV,head_dim=D,ffn=F,prompt=P,steps=N[,layers=2]
-// [,window=4096][,qscale=D][,softcap=50][,final_softcap=30 (0: none)][,eps=1e-6][,theta=10000]".
+// [,window=4096][,qscale=D][,softcap=50][,final_softcap=30 (0: none)][,eps=1e-6][,theta=10000]
+// [,ids.layout=padded][,model.embed_tokens.weight.layout=padded]".
 // Inputs: ids [B] i64, pos [B] i32 (the step: every sequence at the same position), the
 // constants embed_scale [1] and final_softcap [1] (dtype; set at step 0, fixtures hold them),
 // model.layers.<i>.k_cache and v_cache [B, KV, P + N, D] (state), the weights by their
@@ -78,12 +79,12 @@ Result<BlockGraph> build_gemma2_lm(const Problem& p) {
     g.state(prefix(i) + "v_cache", {b, dm.kv, c, dm.d}, prefix(i) + "self_attn.v_proj.out");
   }
   g.weight("model.embed_tokens.weight", {v, e}, BlockInit::matrix, e);
-  // ids is read by the embedding (its layout, when the problem gives one, is the embedding's). The
-  // table cannot take one: an operand param is split at the key's first dot, and the table's
-  // state_dict name has dots.
-  const std::string ids_layout = g.layout_of("ids", "ids");
-  g.node("model.embed_tokens", "embedding", shape_text({b, v, e}) + with(ids_layout, ":"),
-         {"ids", "model.embed_tokens.weight"}, {"embedded"});
+  // ids is read by the embedding, the table by the embedding (its rows) and the tied lm_head (its
+  // matrix): their layouts, when the problem gives them, are those nodes'.
+  const std::string table = "model.embed_tokens.weight";
+  const std::string ids_layout = g.layout_of("ids", "ids"), table_layout = g.layout_of(table, "table");
+  const std::string layouts = ids_layout + (ids_layout.empty() || table_layout.empty() ? "" : ",") + table_layout;
+  g.node("model.embed_tokens", "embedding", shape_text({b, v, e}) + with(layouts, ":"), {"ids", table}, {"embedded"});
   g.node("model.embed_tokens.scale", "mul", shape_text({b, e}) + ":b=1", {"embedded", "embed_scale"}, {"h0"});
   g.reshape("h0.b1e", "h0", {b, 1, e});
   std::string h = "h0.b1e";
@@ -96,8 +97,8 @@ Result<BlockGraph> build_gemma2_lm(const Problem& p) {
   g.node("model.norm", "rmsnorm", shape_text({b, 1, e}) + dm.eps, {h, "model.norm.weight"}, {"normed.b1e"});
   g.reshape("normed", "normed.b1e", {b, e});
   const std::string logits = cfg->final_softcap > 0 ? "lm_head.out" : "logits";
-  g.node("lm_head", "gemv", shape_text({v, e}) + ":batch=" + std::to_string(b), {"model.embed_tokens.weight", "normed"},
-         {logits});
+  g.node("lm_head", "gemv", shape_text({v, e}) + ":batch=" + std::to_string(b) + with(g.layout_of(table, "w"), ","),
+         {table, "normed"}, {logits});
   if (cfg->final_softcap > 0) {
     const std::string rows = shape_text({b, v}) + ":b=1";
     g.node("final_softcap.div", "div", rows, {logits, "final_softcap"}, {"logits.scaled"});
@@ -150,13 +151,14 @@ BlockDef gemma2_lm() {
   def.param_keys = {"vocab", "heads", "kv", "head_dim", "ffn", "prompt", "steps", "layers", "window",
                     "qscale", "softcap", "final_softcap", "eps", "theta"};
   // Two layers (local and global) with a window shorter than the sequence; MQA and GQA; no
-  // final softcap; four layers; ids padded (1-D: its one row padded, the only layout the
-  // block's inputs can take; docs/blocks.md).
+  // final softcap; four layers; the embedding table's rows padded (read by the embedding and
+  // by the tied lm_head; docs/blocks.md).
   def.check_problems = {"2x1x32:ffn=64,head_dim=16,heads=2,kv=1,prompt=5,steps=4,vocab=96,window=4",
                         "1x1x64:ffn=128,head_dim=32,heads=4,kv=2,prompt=3,qscale=24,steps=4,vocab=50,window=3",
                         "2x1x32:ffn=64,final_softcap=0,head_dim=16,heads=2,kv=2,prompt=2,steps=4,vocab=40",
                         "1x1x32:ffn=48,head_dim=16,heads=2,kv=1,layers=4,prompt=4,steps=4,vocab=64,window=2",
-                        "3x1x32:ffn=64,head_dim=16,heads=2,ids.layout=padded,kv=1,prompt=2,steps=4,vocab=48,window=2"};
+                        "3x1x32:ffn=64,head_dim=16,heads=2,kv=1,model.embed_tokens.weight.layout=padded,prompt=2,steps=4,vocab=48,"
+                        "window=2"};
   // Gemma-2-2B's shapes (vocab 256000, hidden 2304, 8/4 heads of 256, FFN 9216, window 4096)
   // with 2 layers, bf16: bench times step 0, the first token (a step is bound by reading the
   // weights, the 1.18 GB table twice: embedding row and lm_head); the 4k-context decode step is
