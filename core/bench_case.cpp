@@ -13,6 +13,7 @@ namespace dnnb {
 namespace {
 
 constexpr int64_t kFilledRows = 256;
+constexpr double kDrawnBytes = 256.0 * 1024 * 1024;
 constexpr int kMaxRotationSets = 1024;
 
 // Fills `dst` (contiguous host) with `src`'s bytes repeated; used when dst has more rows.
@@ -27,16 +28,23 @@ void tile_bytes(const Tensor& src, Tensor& dst) {
 }  // namespace
 
 Result<std::vector<Tensor>> make_bench_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig) {
-  if (problem.shape.empty() || problem.shape[0] <= kFilledRows) return make_random_inputs(spec, problem, sig);
+  if (problem.shape.empty() || problem.shape[0] <= 1) return make_random_inputs(spec, problem, sig);
+  // Up to kFilledRows rows are drawn at random; past that, and for inputs over kDrawnBytes
+  // (the 1 GB of an mlstm problem at 65,536 tokens, drawn on one thread), one row of dim 0 is drawn
+  // and repeated.
+  double input_bytes = 0;
+  for (const auto& in : sig.inputs) input_bytes += static_cast<double>(storage_bytes(in.dtype, shape_numel(in.shape)));
+  const int64_t drawn = problem.shape[0] > kFilledRows ? kFilledRows : (input_bytes > kDrawnBytes ? 1 : 0);
+  if (drawn == 0) return make_random_inputs(spec, problem, sig);
   Problem small = problem;
-  small.shape[0] = kFilledRows;
+  small.shape[0] = drawn;
   // A shape parameter that follows the rows (a broadcast operand b=16384x1 of a 16384x8192 a)
   // shrinks with them; otherwise the small problem would not broadcast and all 10^8 elements
   // would be filled at random (seconds a case).
   for (auto& [key, value] : small.params) {
     auto shape = parse_shape(value);
     if (shape && shape->size() == problem.shape.size() && shape->size() >= 2 && (*shape)[0] == problem.shape[0]) {
-      (*shape)[0] = kFilledRows;
+      (*shape)[0] = drawn;
       value = shape_to_string(*shape);
     }
   }

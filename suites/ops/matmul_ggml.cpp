@@ -35,7 +35,9 @@ OpSpec make_matmul_ggml_spec() {
                              ops::matmul_ggml_dtypes(), ToleranceClass::dot_product);
   // Decode (M = 1, 3, 8), a row count past every kernel's row tile (33), one block (K = 32), K
   // an odd number of blocks past 4096 (4128 = 129 blocks), N odd, zero blocks in w and x,
-  // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded.
+  // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded; whole
+  // 8-block groups (K a multiple of 256) with M = 2, 5 and 8 and N no multiple of 32, the
+  // shapes of CUDA's decode path, one of them at large magnitudes.
   spec.check_problems = {"1x4096x4096",
                          "3x1001x4128",
                          "8x333x4128",
@@ -47,7 +49,10 @@ OpSpec make_matmul_ggml_spec() {
                          "9x71x544:x.dt=f16",
                          "7x45x320:x.layout=transposed",
                          "3x50x256:x.layout=padded",
-                         "4x65x1024:x.dt=bf16,zeros=1"};
+                         "4x65x1024:x.dt=bf16,zeros=1",
+                         "8x4001x2048",
+                         "5x33x512:x.dt=f16",
+                         "2x100x4096:wscale=1e3,xscale=3e5"};
   // Llama-3-8B's FFN projections at decode (one token, a batch of 8) and one prefill of 512.
   spec.bench_problems = {"1x14336x4096", "1x4096x14336", "8x14336x4096", "8x4096x14336", "512x14336x4096"};
   spec.signature = matmul_ggml_signature;
