@@ -339,7 +339,57 @@ double node_allowance(const BlockNode& node, size_t output) {
   return eps;
 }
 
-std::map<std::string, double> value_allowances(const BlockGraph& graph) {
+namespace {
+bool is_norm(const BlockNode& node) { return node.problem.op == "layernorm" || node.problem.op == "rmsnorm"; }
+}  // namespace
+
+double norm_amplification(const BlockNode& node, const Tensor& x) {
+  if (!is_norm(node)) return 1;
+  const bool layernorm = node.problem.op == "layernorm";
+  auto given = node.problem.get_double("eps", layernorm ? 1e-5 : 1e-6);
+  const double eps = given ? *given : 0;
+  auto host = to_host(x);
+  if (!host || x.ndim() == 0) return 1;
+  const void* d = host->host_data();
+  const int64_t cols = x.shape.back(), rows = cols ? x.numel() / cols : 0;
+  double all = 0, smallest = INFINITY;
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, squares = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double v = load_element(d, host->dtype, r * cols + c);
+      sum += v;
+      squares += v * v;
+    }
+    const double n = static_cast<double>(cols), mean = sum / n;
+    // The divisor of the row: sqrt(var + eps), var the biased variance (sum (x - mean)^2 / n,
+    // formed in two passes), or sqrt(mean x^2 + eps).
+    double moment = squares / n;
+    if (layernorm) {
+      moment = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double centred = load_element(d, host->dtype, r * cols + c) - mean;
+        moment += centred * centred / n;
+      }
+    }
+    const double divisor = std::sqrt(moment + eps);
+    if (!std::isfinite(squares) || !(divisor > 0)) continue;  // a row torch's module makes NaN or inf too
+    smallest = std::min(smallest, divisor);
+    all += squares;
+    counted += cols;
+  }
+  if (counted == 0 || !std::isfinite(smallest)) return 1;
+  return std::max(1.0, std::sqrt(all / static_cast<double>(counted)) / smallest);
+}
+
+namespace {
+
+// Allowances along the graph: a node's output carries the largest allowance of its inputs, plus
+// its own, plus for a norm what it adds to the error of its x (`amplification(node)`, 1 for
+// other nodes): the part of x's error that does not scale with its row, min(allowance(x),
+// 2 eps), grown by amplification - 1 (docs/blocks.md, "The tolerance").
+template <typename Amplification>
+std::map<std::string, double> propagate_allowances(const BlockGraph& graph, Amplification amplification) {
   std::map<std::string, double> a;
   for (const BlockTensor& t : graph.inputs) a[t.name] = 0;
   auto resolve = [&]() {
@@ -350,10 +400,25 @@ std::map<std::string, double> value_allowances(const BlockGraph& graph) {
   for (const BlockNode& n : graph.nodes) {
     double in = 0;
     for (const std::string& i : n.inputs) in = std::max(in, a[i]);
-    for (size_t o = 0; o < n.outputs.size(); ++o) a[n.outputs[o]] = in + node_allowance(n, o);
+    const double x = a[n.inputs.front()];
+    const double grown = x > 0 ? std::min(x, 2 * dtype_epsilon(n.problem.dtype)) * (amplification(n) - 1) : 0;
+    for (size_t o = 0; o < n.outputs.size(); ++o) a[n.outputs[o]] = in + grown + node_allowance(n, o);
     resolve();
   }
   return a;
+}
+
+}  // namespace
+
+std::map<std::string, double> value_allowances(const BlockGraph& graph) {
+  return propagate_allowances(graph, [](const BlockNode&) { return 1.0; });
+}
+
+std::map<std::string, double> value_allowances(const BlockGraph& graph, const std::map<std::string, Tensor>& f64) {
+  return propagate_allowances(graph, [&](const BlockNode& n) {
+    auto x = f64.find(n.inputs.front());
+    return is_norm(n) && x != f64.end() ? norm_amplification(n, x->second) : 1.0;
+  });
 }
 
 double value_scale(const BlockGraph& graph, const std::string& value, const Tensor& f64) {
@@ -382,7 +447,7 @@ double value_scale(const BlockGraph& graph, const std::string& value, const Tens
 std::string first_divergence(const BlockGraph& graph, const std::map<std::string, Tensor>& ours,
                              const std::map<std::string, Tensor>& f64, const std::string& backend,
                              const std::string& device_index) {
-  const auto allowance = value_allowances(graph);
+  const auto allowance = value_allowances(graph, f64);
   for (const BlockNode& n : graph.nodes) {
     for (const std::string& out : n.outputs) {
       auto got = ours.find(out);

@@ -130,8 +130,16 @@ Result<std::map<std::string, Tensor>> run_block_f64(const BlockGraph& graph, con
 // that output's own sum (linear_bwd's dw sums the rows, its dx the outputs).
 double node_allowance(const BlockNode& node, size_t output = 0);
 // The allowance of every value: the largest sum of node allowances along a path from the block
-// inputs to it (views keep their source's).
+// inputs to it (views keep their source's), every node passing its inputs' error on as it is.
 std::map<std::string, double> value_allowances(const BlockGraph& graph);
+// The same, with each norm's amplification of the error in the x it reads (norm_amplification
+// of the float64 graph's value `f64` of x): what a case's bound and the divergence report use.
+std::map<std::string, double> value_allowances(const BlockGraph& graph, const std::map<std::string, Tensor>& f64);
+// How much a norm node (layernorm, rmsnorm) multiplies the error of its input x, relative to
+// rms(x), into its output (docs/blocks.md, "The tolerance"): each row's error is divided by the
+// row's own divisor, sqrt(var + eps) (rmsnorm: sqrt(mean x^2 + eps)), so rms(x) / the smallest
+// divisor over the rows of `x` (the float64 graph's), at least 1; 1 for any other node.
+double norm_amplification(const BlockNode& node, const Tensor& x);
 
 // What a value's allowance multiplies (docs/blocks.md, "The tolerance"): the rms of its float64
 // values `f64`, and for a gradient summed over the tokens (the weight and bias gradients of

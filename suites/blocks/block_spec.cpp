@@ -82,7 +82,7 @@ Result<std::vector<OutputBound>> block_bounds(const BlockDef& def, const Problem
   if (!graph) return graph.status();
   auto values = run_block_f64(*graph, inputs);
   if (!values) return values.status();
-  const auto allowance = value_allowances(*graph);
+  const auto allowance = value_allowances(*graph, *values);
   std::vector<OutputBound> bounds;
   for (const std::string& out : graph->outputs) {
     const double atol = allowance.at(out) * value_scale(*graph, out, values->at(out));
@@ -100,7 +100,7 @@ Result<std::vector<OutputBound>> block_state_bounds(const BlockDef& def, const P
   if (!graph) return graph.status();
   auto values = run_block_f64(*graph, inputs);  // stores into the state as this step does: running it again leaves it so
   if (!values) return values.status();
-  const auto allowance = value_allowances(*graph);
+  const auto allowance = value_allowances(*graph, *values);
   std::vector<OutputBound> bounds(graph->inputs.size());
   for (size_t i = 0; i < graph->inputs.size(); ++i) {
     const BlockTensor& t = graph->inputs[i];

@@ -184,7 +184,7 @@ BlockDef mlstm_layer() {
   // rows.
   def.check_problems = {"1x7x64:ffn=192,heads=2",
                         "2x70x64:ffn=192,heads=4",
-                        "1x129x96:ffn=256,heads=2,seed=1",  // docs/blocks.md: why not the default seed
+                        "1x129x96:ffn=256,heads=2",  // bf16: an ill-conditioned head row (docs/blocks.md)
                         "2x33x64:ffn=128,heads=1,qk=64,v=128",
                         "1x100x64:cap=0,chunk=16,ffn=192,heads=4",
                         "2x9x64:ffn=192,heads=2,x.layout=padded"};
