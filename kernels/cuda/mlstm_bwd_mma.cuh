@@ -28,7 +28,7 @@ inline constexpr int kBwdMmaL = 64, kBwdMmaCols = 32;
 
 enum BwdSweep : int { kSweepDq = 0, kSweepDk = 1, kSweepDv = 2 };
 
-// Which operands cp.async may copy (mlstm_mma.cuh's async_rows).
+// Which operands cp.async may copy (attention_operand.cuh's async_rows).
 struct BwdMmaPaths {
   bool q = false, k = false, v = false, dh = false;
 };
@@ -47,12 +47,6 @@ struct BwdMmaLayout {
   static constexpr int kGates = kVec + kBwdMmaCols * 4;
   static constexpr int kSmem = kGates + static_cast<int>(sizeof(BwdGatesT<kBwdMmaL>) + 15) / 16 * 16;
 };
-
-// Element (row, col) of a swizzled tile of kCols 16-bit columns, as f32.
-template <typename T, int kCols>
-__device__ __forceinline__ float tile_elem(const unsigned char* tile, int row, int col) {
-  return to_float(*reinterpret_cast<const T*>(tile + swizzled<kCols>(row, col >> 3) + (col & 7) * 2));
-}
 
 template <typename T, int K1, int kSweep>
 __global__ void __launch_bounds__(kMmaThreads) mlstm_bwd_mma_kernel(const BwdArgs p, const BwdMmaPaths paths) {

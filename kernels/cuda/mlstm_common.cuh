@@ -35,23 +35,16 @@
 #include <functional>
 #include <string>
 
+#include "kernels/cuda/attention_operand.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "suites/ops/mlstm_desc.h"
 
 namespace dnnb::cuda_kernels::mlstm {
 
-// One operand: element (b, h, s, e) at data + b sb + h sh + s ss + e se (elements); gates and
-// per-row outputs [B, NH, S] have se = 0; the states: c [B, NH, DQK, DV] (row d at d ss),
-// n [B, NH, DQK] (d at d ss), m [B, NH].
-struct Operand {
-  void* data = nullptr;
-  int64_t sb = 0, sh = 0, ss = 0, se = 0;
-
-  template <typename T>
-  __device__ __forceinline__ T* head(int b, int h) const {
-    return static_cast<T*>(data) + b * sb + h * sh;
-  }
-};
+// The operands (attention_operand.cuh): q, k, v, h [B, NH, S, D]; gates and per-row outputs
+// [B, NH, S] have se = 0; the states: c [B, NH, DQK, DV] (row d at d ss), n [B, NH, DQK] (d at
+// d ss), m [B, NH].
+using attention::Operand;
 
 // What a forward launch writes: the chunkwise form's h and last states, the parallel form's h,
 // n and m, or, for mlstm_bwd (the gradient through n needs h and the branch of n's max), per

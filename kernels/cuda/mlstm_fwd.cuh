@@ -50,7 +50,7 @@ Status launch_fwd_mma(const CudaDevice& device, const MlstmArgs& a, const std::s
   DNNB_TRY(check_blocks(op, blocks));
   auto kernel = mlstm_fwd_mma_kernel<T, DQK, DVT, kMode, kSplit>;
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, kSmem, device.stream()>>>(a, mma_paths(a));
+  kernel<<<static_cast<unsigned>(blocks), kMmaThreads, kSmem, device.stream()>>>(a, mma_paths(a.q, a.k, a.v, a.h));
   DNNB_CUDA_CHECK_LAUNCH();
   return Status::ok();
 }

@@ -1,5 +1,5 @@
 // The f16/bf16 mLSTM forward on the tensor cores (mma.sync m16n8k16, f32 accumulation, the
-// wrappers of gemm_mma.cuh and the swizzled tiles of sdpa_mma.cuh), for mlstm_chunkwise and,
+// wrappers of gemm_mma.cuh and the swizzled tiles of attention_mma.cuh), for mlstm_chunkwise and,
 // for mlstm (kModeParallel) and for mlstm_bwd's dh . h (kModeDel); the recurrence is in
 // mlstm_common.cuh.
 //
@@ -28,24 +28,30 @@
 // a lo part in the dtype (hi + lo is the f32 value to about 2^-16): twice the mma work for q C
 // and the update, which a block of 32 v columns keeps within two blocks an SM.
 #pragma once
+#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_operand.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
 #include "kernels/cuda/mlstm_common.cuh"
-#include "kernels/cuda/sdpa_mma.cuh"
 
 namespace dnnb::cuda_kernels::mlstm {
 
+using attention::async_rows;
+using attention::kMmaThreads;
+using attention::load_tile;
+using attention::MmaPaths;
+using attention::mma_paths;
+using attention::pack2;
+using attention::swizzled;
+using attention::tile_elem;
+using attention::unpack2;
 using gemm::cp_async_commit;
 using gemm::cp_async_wait;
 using gemm::ldmatrix_x4;
 using gemm::ldmatrix_x4_trans;
 using gemm::mma_16816;
 using gemm::smem_addr;
-using sdpa::load_tile;
-using sdpa::pack2;
-using sdpa::swizzled;
 
-inline constexpr int kMmaL = 64, kMmaThreads = 128;
-static_assert(kMmaThreads == sdpa::kMmaThreads, "load_tile's block");
+inline constexpr int kMmaL = 64;
 
 // v columns a block takes: C's DQK x DVT f32 share of a warp stays at 64 registers, and with
 // kSplit (two C tiles in shared memory) two blocks still fit an SM at DQK 128.
@@ -66,38 +72,6 @@ struct MmaLayout {
   static constexpr int kSmem = kGates + 2 * kGateBytes;
 };
 
-// Which operands cp.async may copy and whether h's column pairs are one 4-byte store.
-struct MmaPaths {
-  bool q_async = false, k_async = false, v_async = false, h_pairs = false;
-};
-
-inline bool aligned_to(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
-
-inline bool async_rows(const Operand& x) {
-  return aligned_to(x.data, 16) && x.se == 1 && x.ss % 8 == 0 && x.sh % 8 == 0 && x.sb % 8 == 0;
-}
-
-inline MmaPaths mma_paths(const MlstmArgs& a) {
-  MmaPaths p;
-  p.q_async = async_rows(a.q);
-  p.k_async = async_rows(a.k);
-  p.v_async = async_rows(a.v);
-  p.h_pairs = aligned_to(a.h.data, 4) && a.h.se == 1 && a.h.ss % 2 == 0 && a.h.sh % 2 == 0 && a.h.sb % 2 == 0;
-  return p;
-}
-
-// The two 16-bit elements of x (low half first) as floats.
-template <typename T>
-__device__ __forceinline__ float2 unpack2(uint32_t x) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return make_float2(__uint_as_float(x << 16), __uint_as_float(x & 0xffff0000u));
-  } else {
-    __half2 v;
-    memcpy(&v, &x, sizeof(v));
-    return __half22float2(v);
-  }
-}
-
 // The two 16-bit elements of x times w0 (low) and w1 (high), each rounded once to hi; lo (with
 // kSplit) the rounded remainders, so that hi + lo is the f32 product to about 2^-16 relative.
 template <typename T, bool kSplit>
@@ -109,11 +83,6 @@ __device__ __forceinline__ void scale_pair(uint32_t x, float w0, float w1, uint3
     const float2 h = unpack2<T>(hi);
     lo = pack2<T>(p0 - h.x, p1 - h.y);
   }
-}
-
-template <typename T>
-__device__ __forceinline__ float elem_float(const unsigned char* tile, uint32_t byte) {
-  return to_float(*reinterpret_cast<const T*>(tile + byte));
 }
 
 template <typename T, int DQK, int DVT, int kMode, bool kSplit>
@@ -353,7 +322,9 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       for (int n = 0; n < DVT / 8; ++n) {
         const int col = n * 8 + 2 * t;
         const float v0 = o[n][2 * r] * inv, v1 = o[n][2 * r + 1] * inv;
-        if (paths.h_pairs) {
+        // store2 (attention_mma.cuh) written out: as a call, nvcc allocates this kernel's registers
+        // differently.
+        if (paths.out_pairs) {
           *reinterpret_cast<uint32_t*>(hrow + col) = pack2<T>(v0, v1);
         } else {
           hrow[static_cast<int64_t>(col) * p.h.se] = from_float<T>(v0);
@@ -418,7 +389,7 @@ __global__ void __launch_bounds__(kMmaThreads) mlstm_fwd_mma_kernel(const MlstmA
       float acc = 0.f;
       const int valid = min(L, p.s - t0);
       for (int u = 0; u < valid; ++u)
-        acc = fmaf(gt.abar[u], elem_float<T>(kt, swizzled<DQK>(u, d >> 3) + (d & 7) * 2), acc);
+        acc = fmaf(gt.abar[u], tile_elem<T, DQK>(kt, u, d), acc);
       n_s[d] = fmaf(gl, n_s[d], acc);
     }
     // C rounded to the dtype for the next tile's q C_prev. Accumulator (mi, n, e): row

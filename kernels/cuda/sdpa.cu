@@ -28,7 +28,7 @@ Status launch_mma(const CudaDevice& device, const Attn& a) {
   const int64_t m_blocks = ceil_div(a.sq, kMmaRows);
   const int64_t blocks = m_blocks * a.batch * a.heads;
   DNNB_TRY(check_grid(blocks));
-  const MmaPaths paths = mma_paths(a);
+  const MmaPaths paths = mma_paths(a.q, a.k, a.v, a.o);
   auto kernel = sdpa_fwd_mma_kernel<T, D, DV>;
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   kernel<<<static_cast<unsigned>(blocks), kMmaThreads, kSmem, device.stream()>>>(a, paths, static_cast<int>(m_blocks));

@@ -12,7 +12,7 @@
 //     (kBM rows a step, double-buffered): S^T = K Q^T and dP^T = V dO^T, P^T and dS^T as above
 //     (lse and D per column, from shared memory), dV += P^T dO and dK += dS^T Q with P^T and
 //     dS^T rounded to the dtype as A operands. dk and dv stay in registers over the group.
-// The score rule and tile skipping are sdpa_common.cuh's; tiles and loads are sdpa_mma.cuh's.
+// The score rule and tile skipping are sdpa_common.cuh's; tiles and loads are attention_mma.cuh's.
 #pragma once
 #include "kernels/cuda/sdpa_mma.cuh"
 
@@ -41,7 +41,7 @@ struct DkvTile {
   static constexpr int kSmem = kKBytes + kVBytes + 2 * kStageBytes;
 };
 
-// Which operands the kernels may copy with cp.async (sdpa_mma.cuh's async_rows).
+// Which operands the kernels may copy with cp.async (attention_operand.cuh's async_rows).
 struct BwdMmaPaths {
   bool q_async = false, k_async = false, v_async = false, do_async = false;
 };
@@ -50,86 +50,16 @@ inline BwdMmaPaths bwd_mma_paths(const Attn& a) {
   return {async_rows(a.q), async_rows(a.k), async_rows(a.v), async_rows(a.dout)};
 }
 
-// acc[n] += A B for one 16-row A fragment and kCols / 8 n-tiles of B read from a tile stored
-// as rows of n with k inner (k_inner: ldmatrix), 16 k at chunk pair kk.
-template <typename T, int kCols, int kNTiles>
-__device__ __forceinline__ void mma_b_rows(float (&acc)[kNTiles][4], const uint32_t (&af)[4], uint32_t tile, int kk,
-                                           int lane) {
-#pragma unroll
-  for (int jj = 0; jj < kNTiles / 2; ++jj) {
-    uint32_t r[4];
-    ldmatrix_x4(r, tile + swizzled<kCols>(jj * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
-    mma_16816<T>(acc[2 * jj], af, r[0], r[1]);
-    mma_16816<T>(acc[2 * jj + 1], af, r[2], r[3]);
-  }
-}
-
-// acc[n] += A B for B read from a tile stored as rows of k with n inner (k_outer:
-// ldmatrix.trans), k rows 16 kk .. 16 kk + 15.
-template <typename T, int kCols, int kNTiles>
-__device__ __forceinline__ void mma_b_cols(float (&acc)[kNTiles][4], const uint32_t (&af)[4], uint32_t tile, int kk,
-                                           int lane) {
-#pragma unroll
-  for (int jj = 0; jj < kNTiles / 2; ++jj) {
-    uint32_t r[4];
-    ldmatrix_x4_trans(r, tile + swizzled<kCols>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4)));
-    mma_16816<T>(acc[2 * jj], af, r[0], r[1]);
-    mma_16816<T>(acc[2 * jj + 1], af, r[2], r[3]);
-  }
-}
-
-// acc = A B^T for the warp's 16 rows of tile a (kK elements a row) against all rows of tile b.
-template <typename T, int kK, int kNTiles>
-__device__ __forceinline__ void mma_rows_rows(float (&acc)[kNTiles][4], uint32_t a, uint32_t b, int warp, int lane) {
-#pragma unroll
-  for (int n = 0; n < kNTiles; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[n][e] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < kK / 16; ++kk) {
-    uint32_t af[4];
-    ldmatrix_x4(af, a + swizzled<kK>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
-    mma_b_rows<T, kK, kNTiles>(acc, af, b, kk, lane);
-  }
-}
-
-// The A fragment of k-step kk from accumulators of 16 x 8 tiles 2 kk and 2 kk + 1, rounded to T.
-template <typename T, int kNTiles>
-__device__ __forceinline__ void a_from_acc(uint32_t (&af)[4], const float (&acc)[kNTiles][4], int kk) {
-  af[0] = pack2<T>(acc[2 * kk][0], acc[2 * kk][1]);
-  af[1] = pack2<T>(acc[2 * kk][2], acc[2 * kk][3]);
-  af[2] = pack2<T>(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
-  af[3] = pack2<T>(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
-}
-
 // The score of (i, j) from its dot product; whole: the tile needs no visibility rule or mask.
 template <typename T>
 __device__ __forceinline__ float score_of(const Attn& p, float dot, int i, int j, bool whole, float& dcap) {
   if (!whole) return final_score<T>(p, dot, i, j, dcap);
-  float s = dot * p.scale;
-  dcap = 1.f;
-  if (p.softcap > 0.f) {
-    const float th = tanhf(s * p.softcap_inv);
-    s = p.softcap * th;
-    dcap = 1.f - th * th;
-  }
-  return s;
+  return capped_score(p, dot, dcap);
 }
 
 // p = exp(s - lse) given lse log2e (-inf: the row sees no key, p = 0).
 __device__ __forceinline__ float prob(float s, float lse_log2) {
   return lse_log2 == -INFINITY ? 0.f : exp2f(fmaf(s, kLog2e, -lse_log2));
-}
-
-// Two adjacent outputs of a row, rounded to T: one 4-byte store when `pairs`, else two.
-template <typename T>
-__device__ __forceinline__ void store2(T* row, int64_t col_stride, int col, float v0, float v1, bool pairs) {
-  if (pairs) {
-    *reinterpret_cast<uint32_t*>(row + col) = pack2<T>(v0, v1);
-  } else {
-    row[static_cast<int64_t>(col) * col_stride] = from_float<T>(v0);
-    row[static_cast<int64_t>(col + 1) * col_stride] = from_float<T>(v1);
-  }
 }
 
 template <typename T, int D, int DV>

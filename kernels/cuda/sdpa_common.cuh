@@ -16,22 +16,15 @@
 #include <functional>
 #include <string>
 
+#include "kernels/cuda/attention_operand.cuh"
 #include "kernels/cuda/cuda_common.cuh"
 #include "suites/ops/sdpa_desc.h"
 
 namespace dnnb::cuda_kernels::sdpa {
 
-// One operand: element (b, h, s, e) at data + b sb + h sh + s ss + e se (elements). lse
-// [B, H, S] has se = 0; the mask [Sq, Sk] has sb = sh = 0, (i, j) at i ss + j se.
-struct Operand {
-  void* data = nullptr;
-  int64_t sb = 0, sh = 0, ss = 0, se = 0;
-
-  template <typename T>
-  __device__ __forceinline__ T* head(int b, int h) const {
-    return static_cast<T*>(data) + b * sb + h * sh;
-  }
-};
+// The operands (attention_operand.cuh): q, k, v, o, do, dq, dk, dv [B, H, S, D]; lse [B, H, S]
+// has se = 0; the mask [Sq, Sk] has sb = sh = 0, (i, j) at i ss + j se.
+using attention::Operand;
 
 struct Attn {
   int batch = 1, heads = 1, kv_heads = 1, group = 1;
@@ -54,10 +47,9 @@ __device__ __forceinline__ bool visible(const Attn& p, int i, int j) {
   return i < p.sq && j < p.sk && (!p.causal || j <= i) && (p.window == 0 || j > i - p.window);
 }
 
-// The final score of (i, j) from the raw dot product q_i . k_j: scaled, softcapped, -inf where
-// not visible, plus the mask. dcap is the softcap's derivative 1 - tanh^2 (1 without softcap).
-template <typename T>
-__device__ __forceinline__ float final_score(const Attn& p, float dot, int i, int j, float& dcap) {
+// The raw dot product q_i . k_j scaled and softcapped; dcap is the softcap's derivative
+// 1 - tanh^2 (1 without softcap).
+__device__ __forceinline__ float capped_score(const Attn& p, float dot, float& dcap) {
   float s = dot * p.scale;
   dcap = 1.f;
   if (p.softcap > 0.f) {
@@ -65,6 +57,14 @@ __device__ __forceinline__ float final_score(const Attn& p, float dot, int i, in
     s = p.softcap * th;
     dcap = 1.f - th * th;
   }
+  return s;
+}
+
+// The final score of (i, j) from the raw dot product: capped_score, -inf where not visible,
+// plus the mask.
+template <typename T>
+__device__ __forceinline__ float final_score(const Attn& p, float dot, int i, int j, float& dcap) {
+  float s = capped_score(p, dot, dcap);
   if (!visible(p, i, j)) return -INFINITY;
   if (p.mask.data != nullptr)
     s += to_float(

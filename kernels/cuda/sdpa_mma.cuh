@@ -9,29 +9,32 @@
 // length rules and the mask only on tiles that need them), the online softmax of its rows
 // (max and sum across the 4 lanes of a row), rescales its output and adds P V, P rounded to
 // the dtype as the A operand straight from the S accumulators (no trip through shared memory).
-// The causal and window rules skip whole tiles nobody in the block sees (sdpa_common.cuh).
-//
-// Shared tiles hold rows of 16-bit elements; 16-byte chunk c of row r is stored at chunk
-// c ^ (r & 7) (rows of 8 or more chunks) or c ^ ((r >> 1) & 3) (rows of 4 chunks, Dv = 32), so
-// the 8 rows one ldmatrix phase reads land in 8 different bank groups.
-// Tiles are filled by 16-byte cp.async copies (zero-filled past the rows) when the operand's
-// rows are 16-byte aligned with unit element stride, else element by element through registers
-// (padded or transposed layouts; same tile, synchronous).
+// The causal and window rules skip whole tiles nobody in the block sees (sdpa_common.cuh);
+// the tiles and their loads are attention_mma.cuh's.
 #pragma once
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
 #include "kernels/cuda/sdpa_common.cuh"
 
 namespace dnnb::cuda_kernels::sdpa {
 
-using gemm::cp_async_16;
+using attention::a_from_acc;
+using attention::aligned_to;
+using attention::async_rows;
+using attention::kMmaThreads;
+using attention::load_tile;
+using attention::mma_b_cols;
+using attention::mma_paths;
+using attention::mma_rows_rows;
+using attention::MmaPaths;
+using attention::pack2;
+using attention::pair_rows;
+using attention::store2;
 using gemm::cp_async_commit;
 using gemm::cp_async_wait;
-using gemm::ldmatrix_x4;
-using gemm::ldmatrix_x4_trans;
-using gemm::mma_16816;
 using gemm::smem_addr;
 
-inline constexpr int kMmaRows = 64, kMmaWarps = 4, kMmaThreads = 32 * kMmaWarps;
+inline constexpr int kMmaRows = 64;
 
 template <int D, int DV>
 struct MmaTile {
@@ -42,86 +45,6 @@ struct MmaTile {
   static constexpr int kStageBytes = kKBytes + kVBytes;
   static constexpr int kSmem = kQBytes + 2 * kStageBytes;
 };
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a tile of kCols 16-bit elements per row.
-template <int kCols>
-__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
-  constexpr int kChunks = kCols / 8;
-  static_assert(kChunks == 4 || kChunks % 8 == 0, "rows of 4 chunks or a multiple of 8");
-  const int phys = kChunks >= 8 ? chunk ^ (row & 7) : chunk ^ ((row >> 1) & 3);
-  return static_cast<uint32_t>(row * kCols * 2 + (phys << 4));
-}
-
-// Rows [r0, r0 + kRows) of a [rows_total, kCols] operand (element (r, e) at base[r s_row + e
-// s_col]) into a swizzled tile; rows past rows_total are zero. async: 16-byte cp.async copies
-// (base 16-byte aligned, s_col 1, s_row a multiple of 8), else element loads and 16-byte stores.
-template <int kRows, int kCols>
-__device__ __forceinline__ void load_tile(unsigned char* tile, const uint16_t* base, int64_t s_row, int64_t s_col,
-                                          int r0, int rows_total, bool async) {
-  constexpr int kChunks = kCols / 8;
-  static_assert(kRows * kChunks % kMmaThreads == 0, "whole passes of the block");
-  const uint32_t tile_s = smem_addr(tile);
-#pragma unroll 4
-  for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kMmaThreads) {
-    const int row = idx / kChunks, chunk = idx % kChunks;
-    const int gr = r0 + row;
-    const uint32_t off = swizzled<kCols>(row, chunk);
-    if (async) {
-      const bool inside = gr < rows_total;
-      const uint16_t* src = inside ? base + static_cast<int64_t>(gr) * s_row + chunk * 8 : base;
-      cp_async_16(tile_s + off, src, inside ? 16 : 0);
-    } else {
-      uint32_t e[8];
-      const uint16_t* src = base + static_cast<int64_t>(gr) * s_row + static_cast<int64_t>(chunk * 8) * s_col;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) e[j] = gr < rows_total ? src[j * s_col] : 0u;
-      *reinterpret_cast<uint4*>(tile + off) =
-          make_uint4(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
-    }
-  }
-}
-
-// Two f32 values as one register of two 16-bit elements, the first in the low half (the
-// lower k index of an mma fragment), each rounded to nearest even.
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t bits;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    memcpy(&bits, &v, sizeof(bits));
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    memcpy(&bits, &v, sizeof(bits));
-  }
-  return bits;
-}
-
-// Which operands the kernel may copy with cp.async, and whether o's column pairs may be stored
-// as one 4-byte access.
-struct MmaPaths {
-  bool q_async = false, k_async = false, v_async = false, o_pairs = false;
-};
-
-inline bool aligned_to(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
-
-// cp.async takes an operand whose rows start 16-byte aligned with unit element stride.
-inline bool async_rows(const Operand& x) {
-  return aligned_to(x.data, 16) && x.se == 1 && x.ss % 8 == 0 && x.sh % 8 == 0 && x.sb % 8 == 0;
-}
-
-// Two adjacent elements of a 16-bit output row may be stored as one 4-byte access.
-inline bool pair_rows(const Operand& x) {
-  return aligned_to(x.data, 4) && x.se == 1 && x.ss % 2 == 0 && x.sh % 2 == 0 && x.sb % 2 == 0;
-}
-
-inline MmaPaths mma_paths(const Attn& a) {
-  MmaPaths paths;
-  paths.q_async = async_rows(a.q);
-  paths.k_async = async_rows(a.k);
-  paths.v_async = async_rows(a.v);
-  paths.o_pairs = pair_rows(a.o);
-  return paths;
-}
 
 template <typename T, int D, int DV>
 __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p, const MmaPaths paths, int m_blocks) {
@@ -174,22 +97,7 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p,
 
     // S = Q K^T: fragments as in gemm_mma.cuh's mma_stage (q k_inner as A, k k_inner as B).
     float s[kBN / 8][4];
-#pragma unroll
-    for (int n = 0; n < kBN / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t af[4];
-      ldmatrix_x4(af, q_s + swizzled<D>(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
-#pragma unroll
-      for (int jj = 0; jj < kBN / 16; ++jj) {
-        uint32_t r[4];
-        ldmatrix_x4(r, k_s + swizzled<D>(jj * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
-        mma_16816<T>(s[2 * jj], af, r[0], r[1]);
-        mma_16816<T>(s[2 * jj + 1], af, r[2], r[3]);
-      }
-    }
+    mma_rows_rows<T, D>(s, q_s, k_s, warp, lane);
 
     // The score rule. Accumulator (n, e) is row g + 8 (e / 2), key j0 + 8 n + 2 t + e % 2. The
     // visibility rules and the mask only where some pair of this warp's rows needs them.
@@ -243,17 +151,8 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p,
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {
       uint32_t af[4];
-      af[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-      af[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-      af[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      af[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-      for (int jj = 0; jj < DV / 16; ++jj) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, v_s + swizzled<DV>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), jj * 2 + (lane >> 4)));
-        mma_16816<T>(o[2 * jj], af, r[0], r[1]);
-        mma_16816<T>(o[2 * jj + 1], af, r[2], r[3]);
-      }
+      a_from_acc<T>(af, s, kk);
+      mma_b_cols<T, DV>(o, af, v_s, kk, lane);
     }
     __syncthreads();  // every warp is done with this stage before the next iteration refills it
   }
@@ -275,7 +174,9 @@ __global__ void __launch_bounds__(kMmaThreads) sdpa_fwd_mma_kernel(const Attn p,
     for (int n = 0; n < DV / 8; ++n) {
       const int col = n * 8 + 2 * t;
       const float v0 = o[n][2 * r] * inv_l, v1 = o[n][2 * r + 1] * inv_l;
-      if (paths.o_pairs) {
+      // store2 (attention_mma.cuh) written out: as a call, nvcc allocates this kernel's registers
+      // differently.
+      if (paths.out_pairs) {
         *reinterpret_cast<uint32_t*>(orow + col) = pack2<T>(v0, v1);
       } else {
         orow[static_cast<int64_t>(col) * p.o.se] = from_float<T>(v0);
