@@ -38,9 +38,6 @@
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <utility>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
@@ -73,20 +70,12 @@ struct QuantArgs {
   int64_t x_row, x_col;  // strides in elements
   int64_t rows, rows_pad;
   int nb;
-  int8_t* xq;  // rows x nb x 32, each block in fragment order (lanes: lanes_slot order)
+  int8_t* xq;  // rows x nb x 32, each block in fragment order
   float* xd;   // rows_pad / 8 x nb x 8
-  bool lanes;  // the order of ggml_matvec_lanes
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
 __device__ __forceinline__ int fragment_slot(int l) { return ((l & 15) >> 2) * 8 + (l >> 4) * 4 + (l & 3); }
-
-// ggml_matvec_lanes' order: an odd block's quants as they are; an even block's as its w words
-// give them (quants 2 .. 29, then 0, 1, 30, 31: see QuantWords).
-__device__ __forceinline__ int lanes_slot(int l, int b) {
-  if (b & 1) return l;
-  return l >= 2 && l < 30 ? l - 2 : (l < 2 ? 28 + l : l);
-}
 
 template <typename T>
 __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
@@ -116,7 +105,7 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + (a.lanes ? lanes_slot(lane, b) : fragment_slot(lane))] = static_cast<int8_t>(q);
+  a.xq[block * 32 + fragment_slot(lane)] = static_cast<int8_t>(q);
   if (lane == 0) *d_out = d_value;
 }
 
@@ -311,203 +300,6 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// ggml_matvec_lanes: q8_0 at M <= 8 with whole 8-block groups in 16-byte aligned rows (every
-// decode shape of a real model). Lane l of a block's warps owns row 32 x blockIdx.x + l; warp i
-// takes the row's groups i, i + warps, ... A group of 8 blocks is 272 bytes, 17 whole 16-byte
-// chunks, so a lane holds its group in 17 registers x 4 and finds block j's scale and quants at
-// constant places: no shared-memory staging, shifts or fragment shuffles. An even block starts
-// word-aligned (scale in the low half of its first word, quants 2 .. 29 in the next 7 words, 0,
-// 1 and 30, 31 in the first word's high and the ninth word's low halves, joined by one byte
-// permute); an odd block starts 2 bytes into a word (scale in its high half, quants in the next
-// 8 words). x is quantised in the same order (lanes_slot), so each dot is 8 dp4a of matching
-// words: the integer dot of a block is exact in s32 in any order of its 32 products. Then, as
-// the ring kernel, float(sumi) x (d_w x d_x) is added to the f32 sum of each token.
-// kStaged: the warp copies its 32 rows' next group into shared memory with coalesced 16-byte
-// cp.async (rows 272 bytes apart: a lane's 16-byte reads of its row hit 8 banks per quarter
-// warp, conflict-free) while it computes the current one from registers; otherwise each lane
-// loads its row's group straight into registers (17 loads of 16 bytes in flight a lane).
-constexpr int kLaneChunks = 17;  // 16-byte chunks of an 8-block q8_0 group
-constexpr int kLaneGroupBytes = kLaneChunks * 16;
-constexpr int kLaneMaxWarps = 16;  // 8 staged (its ring: 8.5 KB a warp)
-
-struct QuantWords {
-  uint32_t q[8];
-  float d;
-};
-
-// Block j (0..7) of a lane's group, from its 68 words.
-template <int j>
-__device__ __forceinline__ QuantWords block_words(const uint32_t (&w)[4 * kLaneChunks]) {
-  QuantWords r;
-  if constexpr (j % 2 == 0) {
-    constexpr int base = 17 * j / 2;
-    r.d = __half2float(__ushort_as_half(static_cast<unsigned short>(w[base] & 0xffffu)));
-#pragma unroll
-    for (int k = 0; k < 7; ++k) r.q[k] = w[base + 1 + k];
-    r.q[7] = __byte_perm(w[base], w[base + 8], 0x5432);
-  } else {
-    constexpr int base = (34 * j - 2) / 4;
-    r.d = __half2float(__ushort_as_half(static_cast<unsigned short>(w[base] >> 16)));
-#pragma unroll
-    for (int k = 0; k < 8; ++k) r.q[k] = w[base + 1 + k];
-  }
-  return r;
-}
-
-// 16 bytes of w: read once, through the non-coherent path, L2 fetching 256 bytes around a miss.
-__device__ __forceinline__ uint4 load_w16(const void* ptr) {
-  uint4 v;
-  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(ptr));
-  return v;
-}
-
-template <int kNT>
-__device__ __forceinline__ void lanes_group(float (&acc)[kNT], const uint4 (&c)[kLaneChunks], const MatvecArgs& p,
-                                            int group) {
-  uint32_t w[4 * kLaneChunks];
-#pragma unroll
-  for (int i = 0; i < kLaneChunks; ++i) {
-    w[4 * i] = c[i].x;
-    w[4 * i + 1] = c[i].y;
-    w[4 * i + 2] = c[i].z;
-    w[4 * i + 3] = c[i].w;
-  }
-  const int b0 = group * 8;
-  auto one = [&](auto jc) {
-    constexpr int j = decltype(jc)::value;
-    const QuantWords qw = block_words<j>(w);
-    const int b = b0 + j;
-#pragma unroll
-    for (int t = 0; t < kNT; ++t) {
-      if (t >= p.m) break;
-      const uint4* xq = reinterpret_cast<const uint4*>(p.xq + (static_cast<int64_t>(t) * p.nb + b) * 32);
-      const uint4 x0 = __ldg(xq), x1 = __ldg(xq + 1);
-      int s = __dp4a(static_cast<int>(qw.q[0]), static_cast<int>(x0.x), 0);
-      s = __dp4a(static_cast<int>(qw.q[1]), static_cast<int>(x0.y), s);
-      s = __dp4a(static_cast<int>(qw.q[2]), static_cast<int>(x0.z), s);
-      s = __dp4a(static_cast<int>(qw.q[3]), static_cast<int>(x0.w), s);
-      s = __dp4a(static_cast<int>(qw.q[4]), static_cast<int>(x1.x), s);
-      s = __dp4a(static_cast<int>(qw.q[5]), static_cast<int>(x1.y), s);
-      s = __dp4a(static_cast<int>(qw.q[6]), static_cast<int>(x1.z), s);
-      s = __dp4a(static_cast<int>(qw.q[7]), static_cast<int>(x1.w), s);
-      const float dx = __ldg(p.xd + static_cast<int64_t>(b) * kTokens + t);
-      acc[t] = fmaf(exact_float(s), qw.d * dx, acc[t]);
-    }
-  };
-  [&]<int... J>(std::integer_sequence<int, J...>) { (one(std::integral_constant<int, J>{}), ...); }
-  (std::make_integer_sequence<int, 8>{});
-}
-
-template <int kNT, bool kStaged>
-__global__ void __launch_bounds__(kStaged ? kLaneMaxWarps * 16 : kLaneMaxWarps * 32) ggml_matvec_lanes(const MatvecArgs p) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const int row0 = static_cast<int>(blockIdx.x) * 32;
-  const int groups = p.nb / 8;
-  float acc[kNT];
-#pragma unroll
-  for (int t = 0; t < kNT; ++t) acc[t] = 0.0f;
-  uint4 c[kLaneChunks];
-  if constexpr (kStaged) {
-    // This lane's cp.async of a group: chunk i = lane + 32 k of the warp's 32 x 17 is chunk
-    // i % 17 of row i / 17, to slot byte 272 (i / 17) + 16 (i % 17).
-    unsigned char* stage = smem + warp * 32 * kLaneGroupBytes;
-    const uint32_t stage_s = gemm::smem_addr(stage);
-    const unsigned char* tile = p.w + static_cast<int64_t>(row0) * p.w_row_bytes;
-    int src[kLaneChunks];  // from tile + the group's offset
-#pragma unroll
-    for (int k = 0; k < kLaneChunks; ++k) {
-      const int i = lane + 32 * k, r = i / kLaneChunks, ch = i - r * kLaneChunks;
-      src[k] = (min(row0 + r, p.n - 1) - row0) * static_cast<int>(p.w_row_bytes) + 16 * ch;
-    }
-    auto issue = [&](int g) {
-      const unsigned char* base = tile + static_cast<int64_t>(g) * kLaneGroupBytes;
-#pragma unroll
-      for (int k = 0; k < kLaneChunks; ++k) gemm::cp_async_16(stage_s + 16 * (lane + 32 * k), base + src[k], 16);
-      gemm::cp_async_commit();
-    };
-    if (warp < groups) issue(warp);
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    for (int g = warp; g < groups; g += warps) {
-      gemm::cp_async_wait<0>();
-      __syncwarp();
-      const uint4* mine = reinterpret_cast<const uint4*>(stage + lane * kLaneGroupBytes);
-#pragma unroll
-      for (int i = 0; i < kLaneChunks; ++i) c[i] = mine[i];
-      __syncwarp();  // every lane has read its row before the stage is refilled
-      if (g + warps < groups) issue(g + warps);
-      lanes_group<kNT>(acc, c, p, g);
-    }
-  } else {
-    const unsigned char* w_row = p.w + static_cast<int64_t>(min(row0 + lane, p.n - 1)) * p.w_row_bytes;
-    auto load = [&](int g) {
-      const uint4* src = reinterpret_cast<const uint4*>(w_row + static_cast<int64_t>(g) * kLaneGroupBytes);
-#pragma unroll
-      for (int i = 0; i < kLaneChunks; ++i) c[i] = load_w16(src + i);
-    };
-    if (warp < groups) load(warp);
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    for (int g = warp; g < groups; g += warps) {
-      lanes_group<kNT>(acc, c, p, g);
-      if (g + warps < groups) load(g + warps);
-    }
-  }
-  // The warps' sums, added in warp order.
-  __syncthreads();  // the stages are idle
-  float* part = reinterpret_cast<float*>(smem);
-#pragma unroll
-  for (int t = 0; t < kNT; ++t) part[(warp * kNT + t) * 32 + lane] = acc[t];
-  __syncthreads();
-  for (int i = threadIdx.x; i < kNT * 32; i += blockDim.x) {
-    const int t = i / 32, l = i % 32;
-    float v = 0.0f;
-    for (int wi = 0; wi < warps; ++wi) v += part[(wi * kNT + t) * 32 + l];
-    if (row0 + l < p.n && t < p.m) p.y[static_cast<int64_t>(t) * p.y_row + row0 + l] = v;
-  }
-}
-
-// Whether ggml_matvec_lanes takes the problem: q8_0, M <= 8, whole 8-block groups in 16-byte
-// aligned rows.
-bool lanes_fit(bool q8, int64_t m, int64_t nb, uintptr_t w, int64_t w_row_bytes) {
-  return q8 && m <= kTokens && nb % 8 == 0 && w % 16 == 0 && w_row_bytes % 16 == 0 && w_row_bytes * 32 < INT32_MAX;
-}
-
-template <int kNT, bool kStaged>
-Status launch_lanes(const CudaDevice& device, const MatvecArgs& p) {
-  const auto kernel = &ggml_matvec_lanes<kNT, kStaged>;
-  const int64_t ctas = ceil_div(static_cast<int64_t>(p.n), int64_t{32});
-  const int groups = p.nb / 8;
-  // Warps a block: enough for ~16 an SM over the grid, at most one per group.
-  const int64_t want = 16LL * device.sm_count();
-  int warps = 1;
-  while (warps * 2 <= (kStaged ? kLaneMaxWarps / 2 : kLaneMaxWarps) && warps * 2 <= groups && ctas * warps * 2 <= want) warps *= 2;
-  const int smem = std::max(kStaged ? warps * 32 * kLaneGroupBytes : 0, warps * kNT * 32 * 4);
-  DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ctas));
-  config.blockDim = dim3(static_cast<unsigned>(warps * 32));
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = device.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p));
-  return Status::ok();
-}
-
-template <bool kStaged>
-Status launch_lanes_m(const CudaDevice& device, const MatvecArgs& p) {
-  if (p.m == 1) return launch_lanes<1, kStaged>(device, p);
-  if (p.m == 2) return launch_lanes<2, kStaged>(device, p);
-  if (p.m <= 4) return launch_lanes<4, kStaged>(device, p);
-  return launch_lanes<8, kStaged>(device, p);
-}
-
 template <bool kQ8, int kNT, int kStages>
 Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   const auto kernel = &ggml_matvec<kQ8, kNT, kStages>;
@@ -554,11 +346,6 @@ Status run_matmul_ggml(OpCall& call) {
   const int nt = d->m <= kTokens ? 1 : 2;
   if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
     return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
-  const bool q8 = d->w == DType::q8_0;
-  const char* variant = std::getenv("DNNB_CUDA_GGML_VARIANT");  // A/B only: ring, direct, staged
-  const bool lanes = lanes_fit(q8, d->m, d->blocks(), reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)), w_row_bytes) &&
-                     !(variant && std::strcmp(variant, "ring") == 0);
-  const bool staged = variant && std::strcmp(variant, "staged") == 0;
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
   // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
   auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
@@ -566,7 +353,7 @@ Status run_matmul_ggml(OpCall& call) {
   auto* xq = scratch->as<int8_t>();
   auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd, lanes};
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -586,11 +373,7 @@ Status run_matmul_ggml(OpCall& call) {
   p.xd = xd;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  if (lanes) {
-    Status launched = staged ? launch_lanes_m<true>(**device, p) : launch_lanes_m<false>(**device, p);
-    if (!launched.is_ok()) return launched;
-    return scratch->release();
-  }
+  const bool q8 = d->w == DType::q8_0;
   Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
                             : (q8 ? launch_matvec<true, 2, kRing>(**device, p) : launch_matvec<false, 2, kRing>(**device, p));
   if (!launched.is_ok()) return launched;
