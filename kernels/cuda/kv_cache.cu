@@ -42,6 +42,7 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
 #include "kernels/cuda/kv_cache.cuh"
 #include "suites/ops/gemm_desc.h"
@@ -59,18 +60,7 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
   return r;
 }
 
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    memcpy(&r, &h, sizeof(r));
-  } else {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    memcpy(&r, &h, sizeof(r));
-  }
-  return r;
-}
+using attention::pack2;
 
 // Bytes 1 and 3 of x (two e4m3 values; bytes 0 and 2 are ignored) as a T pair, low half from
 // byte 1: f16 bits (sign, magnitude << 7) are the value x 2^-8, bf16 bits (sign, magnitude << 4)
