@@ -29,9 +29,9 @@ void tile_bytes(const Tensor& src, Tensor& dst) {
 
 Result<std::vector<Tensor>> make_bench_inputs(const OpSpec& spec, const Problem& problem, const Signature& sig) {
   if (problem.shape.empty() || problem.shape[0] <= 1) return make_random_inputs(spec, problem, sig);
-  // Up to kFilledRows rows are drawn at random; past that, and for inputs over kDrawnBytes
-  // (the 1 GB of an mlstm problem at 65,536 tokens, drawn on one thread), one row of dim 0 is drawn
-  // and repeated.
+  // A problem of more than kFilledRows rows (dim 0) draws kFilledRows of them at random and
+  // repeats them; one of at most kFilledRows rows whose inputs pass kDrawnBytes (the 1 GB of an
+  // mlstm problem at 65,536 tokens, drawn on one thread) draws one row and repeats it.
   double input_bytes = 0;
   for (const auto& in : sig.inputs) input_bytes += static_cast<double>(storage_bytes(in.dtype, shape_numel(in.shape)));
   const int64_t drawn = problem.shape[0] > kFilledRows ? kFilledRows : (input_bytes > kDrawnBytes ? 1 : 0);

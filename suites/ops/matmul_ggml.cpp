@@ -35,9 +35,9 @@ OpSpec make_matmul_ggml_spec() {
                              ops::matmul_ggml_dtypes(), ToleranceClass::dot_product);
   // Decode (M = 1, 3, 8), a row count past every kernel's row tile (33), one block (K = 32), K
   // an odd number of blocks past 4096 (4128 = 129 blocks), N odd, zero blocks in w and x,
-  // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded; whole
-  // 8-block groups (K a multiple of 256) with M = 2, 5 and 8 and N no multiple of 32, the
-  // shapes of CUDA's decode path, one of them at large magnitudes.
+  // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded; K a
+  // multiple of 256 (whole 8-block groups, as every real model's rows) with M = 2, 5 and 8 and N
+  // no multiple of 32, one of them at large magnitudes.
   spec.check_problems = {"1x4096x4096",
                          "3x1001x4128",
                          "8x333x4128",
