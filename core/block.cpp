@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <set>
 
 #include "core/compare.h"
 #include "core/host_device.h"
@@ -259,26 +261,73 @@ Result<std::map<std::string, Tensor>> bind_block(const BlockGraph& graph, const 
   });
 }
 
-Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call) {
-  auto values = bind_block(graph, plan, call);
-  if (!values) return values.status();
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const BlockNode& node = graph.nodes[n];
-    const BlockPlan::Node& pn = plan.nodes[n];
-    Tensor ws;
-    if (pn.workspace_bytes) ws = workspace_view(call.workspace, pn.workspace_offset, DType::u8, {static_cast<int64_t>(pn.workspace_bytes)});
-    OpCall node_call{node.problem, call.device, {}, {}, ws};
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const Tensor& t = values->at(node.inputs[i]);
-      if (!layout_matches(t, pn.sig.inputs[i]))
-        return Status::error("node " + node.name + ": value '" + node.inputs[i] + "' (" + t.describe() +
-                             ") is not laid out as operand " + pn.sig.inputs[i].name + " of " + node.problem.to_string());
-      node_call.inputs.push_back(t);
+std::vector<std::vector<size_t>> node_dependencies(const BlockGraph& graph) {
+  // The value whose memory a name is: views resolved to what they view.
+  auto root = [&](std::string name) {
+    while (const BlockView* v = graph.view_of(name)) name = v->of;
+    return name;
+  };
+  std::set<std::string> state;
+  for (const BlockTensor& t : graph.inputs)
+    if (t.state) state.insert(t.name);
+  std::vector<std::set<std::string>> reads(graph.nodes.size()), writes(graph.nodes.size());
+  std::vector<std::vector<size_t>> after(graph.nodes.size());
+  for (size_t j = 0; j < graph.nodes.size(); ++j) {
+    for (const std::string& in : graph.nodes[j].inputs) {
+      const std::string r = root(in);
+      reads[j].insert(r);
+      if (state.count(r)) writes[j].insert(r);  // updated in place
     }
-    for (const std::string& out : node.outputs) node_call.outputs.push_back(values->at(out));
-    Status s = pn.impl->run(node_call);
-    if (!s.is_ok()) return Status{s.code, "node " + node.name + " (" + node.problem.to_string() + "): " + s.message};
+    for (const std::string& out : graph.nodes[j].outputs) writes[j].insert(root(out));
+    const OpSpec* spec = Registry::instance().find_op(graph.nodes[j].problem.op);
+    const bool alone = spec && spec->device_wide_counters;
+    for (size_t i = 0; i < j; ++i) {
+      const OpSpec* earlier = Registry::instance().find_op(graph.nodes[i].problem.op);
+      bool follows = alone || (earlier && earlier->device_wide_counters);
+      for (const std::string& w : writes[i]) follows = follows || reads[j].count(w) || writes[j].count(w);
+      for (const std::string& r : reads[i]) follows = follows || writes[j].count(r);
+      if (follows) after[j].push_back(i);
+    }
   }
+  return after;
+}
+
+Result<std::vector<LaunchStep>> block_steps(const BlockGraph& graph, const BlockPlan& plan, OpCall& call) {
+  auto bound = bind_block(graph, plan, call);
+  if (!bound) return bound.status();
+  auto values = std::make_shared<const std::map<std::string, Tensor>>(std::move(*bound));
+  const auto after = node_dependencies(graph);
+  std::vector<LaunchStep> steps;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    LaunchStep step;
+    step.after = after[n];
+    step.enqueue = [&graph, &plan, &call, values, n]() -> Status {
+      const BlockNode& node = graph.nodes[n];
+      const BlockPlan::Node& pn = plan.nodes[n];
+      Tensor ws;
+      if (pn.workspace_bytes) ws = workspace_view(call.workspace, pn.workspace_offset, DType::u8, {static_cast<int64_t>(pn.workspace_bytes)});
+      OpCall node_call{node.problem, call.device, {}, {}, ws};
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const Tensor& t = values->at(node.inputs[i]);
+        if (!layout_matches(t, pn.sig.inputs[i]))
+          return Status::error("node " + node.name + ": value '" + node.inputs[i] + "' (" + t.describe() +
+                               ") is not laid out as operand " + pn.sig.inputs[i].name + " of " + node.problem.to_string());
+        node_call.inputs.push_back(t);
+      }
+      for (const std::string& out : node.outputs) node_call.outputs.push_back(values->at(out));
+      Status s = pn.impl->run(node_call);
+      if (!s.is_ok()) return Status{s.code, "node " + node.name + " (" + node.problem.to_string() + "): " + s.message};
+      return Status::ok();
+    };
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call) {
+  auto steps = block_steps(graph, plan, call);
+  if (!steps) return steps.status();
+  for (const LaunchStep& step : *steps) DNNB_TRY(step.enqueue());
   return Status::ok();
 }
 

@@ -118,6 +118,14 @@ Result<BlockPlan> plan_block(const BlockGraph& graph, const std::string& backend
 // Every value of the graph as a tensor on the call's device: inputs and outputs from the call,
 // intermediates in its workspace, views of them.
 Result<std::map<std::string, Tensor>> bind_block(const BlockGraph& graph, const BlockPlan& plan, const OpCall& call);
+// For each node, the earlier nodes it must follow: it reads a value one of them writes, or
+// writes a value one of them reads or writes (views resolved to the values they view; a state
+// input counts as written by every node that takes it), or either node's op keeps device-wide
+// counters (OpSpec::device_wide_counters).
+std::vector<std::vector<size_t>> node_dependencies(const BlockGraph& graph);
+// Each node's launches as a step of DeviceRuntime::run_recorded, with node_dependencies as its
+// `after`; the steps hold `graph`, `plan` and `call`, which must outlive them.
+Result<std::vector<LaunchStep>> block_steps(const BlockGraph& graph, const BlockPlan& plan, OpCall& call);
 // Runs every node in order (no synchronisation).
 Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call);
 

@@ -89,6 +89,13 @@ class TimerLead {
   std::chrono::steady_clock::time_point host_start_;
 };
 
+// One step of DeviceRuntime::run_recorded: its launches, and the earlier steps (indices) whose
+// work it must follow (it reads what they write, or writes what they read or write).
+struct LaunchStep {
+  std::function<Status()> enqueue;
+  std::vector<size_t> after;
+};
+
 class DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
@@ -103,6 +110,20 @@ class DeviceRuntime {
   virtual void release(Buffer& buffer) noexcept = 0;
   // Default: host steady clock around synchronize().
   virtual Result<std::unique_ptr<DeviceTimer>> make_timer();
+  // Runs `steps`, each a sequence of launches on this device's queue (no synchronisation, no
+  // host state kept per launch), in an order that keeps every step after the earlier steps it
+  // names in `after`, so that they can be replayed: a device that records its queue (CUDA
+  // graphs) records the steps of the first call with `key` as one graph in which steps that do
+  // not follow one another may run side by side, and replays it for every call with that key;
+  // the others run the steps one after another each time. `key` names everything the launches
+  // depend on (the problem, every buffer and offset they touch).
+  virtual Status run_recorded(const std::string& key, const std::vector<LaunchStep>& steps) {
+    (void)key;
+    for (const LaunchStep& step : steps) DNNB_TRY(step.enqueue());
+    return Status::ok();
+  }
+  // What run_recorded does here, for reports: "" when it runs the steps each time.
+  virtual const char* recording() const { return ""; }
 };
 
 // Why a kind of device is absent on this machine ("no CUDA device: cudaGetDeviceCount

@@ -127,6 +127,15 @@ struct OpSpec {
   // Minimal bytes moved, for ops that need not read every input whole (embedding reads T rows
   // of a V-row table); unset = every input read once and every output written once.
   std::function<double(const Problem&)> bytes;
+  // Its device implementations report bad input (ids outside a table) through checks deferred
+  // to the next synchronize() (core/deferred_checks.h), which keep host state for each launch:
+  // a recording of the launches (DeviceRuntime::run_recorded) would replay them without it, so
+  // a block holding such a node runs its launches each time.
+  bool deferred_input_checks = false;
+  // Its device kernels keep counters in device-wide memory between their blocks (CUDA's
+  // GridCounters): two launches of it must not overlap, so in a recorded block it runs apart
+  // from every other node.
+  bool device_wide_counters = false;
   // Fills host inputs (contiguous, signature dtypes) for a random case. Default: normal(0,1)
   // rounded to each input's dtype.
   std::function<Status(const Problem&, std::vector<Tensor>& inputs, Rng& rng)> fill_inputs;

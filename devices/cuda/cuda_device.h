@@ -2,7 +2,10 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <list>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 
@@ -30,12 +33,24 @@ class CudaDevice final : public DeviceRuntime {
   void release(Buffer& buffer) noexcept override;
   // CUDA events on stream(), queued behind a device-side wait (devices/cuda/cuda_timer.cpp).
   Result<std::unique_ptr<DeviceTimer>> make_timer() override;
+  // CUDA graphs: the first call with a key runs the steps once as they are, in order, on
+  // stream() (first-use set-up, such as allocations, kernel attributes and occupancy queries,
+  // happens outside a recording), then records them by stream capture and replays the graph, so
+  // that call's results are the replay's; every later call with the key replays it. While
+  // recording, a step goes on one of kLanes streams (the lane of a step it follows where that
+  // lane is free, else an unused one) behind events of the steps it follows on other lanes, so
+  // the graph keeps only the steps' own dependencies and independent steps (a layer's q, k and
+  // v projections) run side by side. The kRecordings latest graphs are kept.
+  Status run_recorded(const std::string& key, const std::vector<LaunchStep>& steps) override;
+  const char* recording() const override { return stream_ != nullptr ? "CUDA graph" : ""; }
   // A one-thread kernel on stream() that spins for `nanoseconds` of %globaltimer
   // (devices/cuda/cuda_bench_hooks.cu).
   Status enqueue_spin(unsigned long long nanoseconds) const;
 
   int ordinal() const { return ordinal_; }
-  cudaStream_t stream() const { return stream_; }
+  // The stream kernels launch on: the device's own, or while run_recorded records, the lane of
+  // the step being recorded.
+  cudaStream_t stream() const { return current_; }
   // Makes this device current on the calling thread.
   Status activate() const;
   int sm_count() const { return sm_count_; }
@@ -44,8 +59,24 @@ class CudaDevice final : public DeviceRuntime {
   double dram_peak_bytes_per_s() const { return dram_peak_bytes_per_s_; }
 
  private:
+  // As many as bench's input sets of one case (core/bench_case.cpp, kMaxRotationSets), so a
+  // case rotating through its sets replays each set's graph rather than recording it again.
+  static constexpr size_t kRecordings = 1024;
+  struct Recording {
+    std::string key;
+    cudaGraphExec_t exec;
+  };
+
   int ordinal_;
   DeviceInfo info_;
+  static constexpr int kLanes = 4;
+  Status record_steps(const std::vector<LaunchStep>& steps);
+
+  std::mutex recordings_mutex_;
+  std::list<Recording> recordings_;  // the most recently run first
+  cudaStream_t lanes_[kLanes] = {};  // lanes_[0] is stream_; the others made on first use
+  std::vector<cudaEvent_t> events_;  // one per step of the largest recording so far, and a fork
+  cudaStream_t current_ = nullptr;
   cudaStream_t stream_ = nullptr;
   int sm_count_ = 0;
   double dram_peak_bytes_per_s_ = 0;

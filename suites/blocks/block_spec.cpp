@@ -20,7 +20,24 @@ namespace {
 struct Prepared {
   BlockGraph graph;
   BlockPlan plan;
+  // No node keeps host state per launch (OpSpec::deferred_input_checks): the device may
+  // record the block's launches once and replay them (DeviceRuntime::run_recorded).
+  bool recordable = true;
 };
+
+// What a block's launches depend on besides the problem: every operand's buffer and offset.
+std::string recording_key(const OpCall& call, const std::string& backend) {
+  std::string key = call.problem.to_string() + "@" + backend;
+  char at[48];
+  auto add = [&](const Tensor& t) {
+    std::snprintf(at, sizeof at, "|%p+%lld", t.buffer ? t.buffer->handle : nullptr, static_cast<long long>(t.offset));
+    key += at;
+  };
+  for (const Tensor& t : call.inputs) add(t);
+  for (const Tensor& t : call.outputs) add(t);
+  add(call.workspace);
+  return key;
+}
 
 Result<std::shared_ptr<const Prepared>> prepare(const BlockDef& def, const Problem& problem, const std::string& backend,
                                                 const DeviceRuntime& device) {
@@ -38,7 +55,9 @@ Result<std::shared_ptr<const Prepared>> prepare(const BlockDef& def, const Probl
   if (!graph) return graph.status();
   auto plan = plan_block(*graph, backend, device);
   if (!plan) return plan.status();
-  auto made = std::make_shared<const Prepared>(Prepared{std::move(*graph), std::move(*plan)});
+  bool recordable = true;
+  for (const BlockNode& n : graph->nodes) recordable = recordable && !Registry::instance().find_op(n.problem.op)->deferred_input_checks;
+  auto made = std::make_shared<const Prepared>(Prepared{std::move(*graph), std::move(*plan), recordable});
   std::lock_guard<std::mutex> lock(mutex);
   cache[key] = made;
   return std::shared_ptr<const Prepared>(made);
@@ -130,7 +149,11 @@ Implementation block_implementation(const BlockDef& def, const std::string& back
   impl.run = [def, backend](OpCall& call) -> Status {
     auto prepared = prepare(def, call.problem, backend, call.device);
     if (!prepared) return prepared.status();
-    return run_block((*prepared)->graph, (*prepared)->plan, call);
+    const Prepared& p = **prepared;
+    if (!p.recordable) return run_block(p.graph, p.plan, call);
+    auto steps = block_steps(p.graph, p.plan, call);
+    if (!steps) return steps.status();
+    return call.device.run_recorded(recording_key(call, backend), *steps);
   };
   // The unit of the node with the most FLOPs (a projection: the tensor cores at bf16 on CUDA).
   impl.compute_unit_for = [def, backend](const Problem& p, const DeviceRuntime& device) -> std::string {

@@ -19,6 +19,7 @@ OpSpec make_cross_entropy_bwd_spec() {
                                    ops::loss_dtypes(), ToleranceClass::loss);
   spec.check_problems = ops::cross_entropy_check_problems();
   spec.bench_problems = ops::cross_entropy_bench_problems();
+  spec.device_wide_counters = true;  // CUDA: the blocks-finished counter of GridCounters
   spec.signature = [](const Problem& p) { return ops::cross_entropy_signature(p, true); };
   spec.flops = [](const Problem& p) {
     if (p.shape.size() != 2) return 0.0;
