@@ -37,10 +37,16 @@
 // 1.5 x 2^23 bias instead of the quarter-rate I2F). The warps' sums are added through shared
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
+//
+// ggml_matvec_v2 (kernels/cuda/matmul_ggml_v2.cu: q8_0, M <= 4, whole 8-block groups; lane =
+// row, x staged whole in shared memory, w through per-warp cp.async rings, dp4a) takes the
+// q8_0 problems of M <= 4 it fits (2-stage rings: 3 stages timed no faster); x is then
+// quantised in its order (v2_slot) instead of the fragment order. The ring kernel takes the rest.
 #include <algorithm>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
+#include "kernels/cuda/matmul_ggml_v2.h"
 #include "suites/ops/matmul_ggml_desc.h"
 
 namespace dnnb::cuda_kernels {
@@ -52,6 +58,7 @@ constexpr int kRows = 16;   // rows of w per block: the mma's M
 constexpr int kTokens = 8;  // tokens per B tile: the mma's N
 constexpr int kGroup = 8;   // blocks of K per warp step
 constexpr int kRing = 3;    // groups in a warp's ring: kRing - 1 in flight while one is used
+constexpr int kV2Stages = 2;  // ggml_matvec_v2's ring
 
 // A warp's stage: kGroup blocks of 16 rows, each row in a slot of whole 16-byte chunks.
 template <bool kQ8>
@@ -70,8 +77,9 @@ struct QuantArgs {
   int64_t x_row, x_col;  // strides in elements
   int64_t rows, rows_pad;
   int nb;
-  int8_t* xq;  // rows x nb x 32, each block in fragment order
-  float* xd;   // rows_pad / 8 x nb x 8
+  int8_t* xq;    // rows x nb x 32, each block in fragment order (v2: v2_slot order)
+  float* xd;     // rows_pad / 8 x nb x 8
+  bool v2_order;  // for ggml_matvec_v2 (kernels/cuda/matmul_ggml_v2.h)
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
@@ -105,7 +113,7 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + fragment_slot(lane)] = static_cast<int8_t>(q);
+  a.xq[block * 32 + (a.v2_order ? ggml_v2::v2_slot(lane, b) : fragment_slot(lane))] = static_cast<int8_t>(q);
   if (lane == 0) *d_out = d_value;
 }
 
@@ -346,6 +354,13 @@ Status run_matmul_ggml(OpCall& call) {
   const int nt = d->m <= kTokens ? 1 : 2;
   if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
     return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
+  // q8_0 at M <= 4 with whole 8-block groups: ggml_matvec_v2 with 2-stage rings, 4 warps a
+  // block when its 32-row blocks fill two waves of the SMs (more blocks resident an SM), else 8
+  // (fewer rows: more groups in flight a block).
+  const bool q8 = d->w == DType::q8_0;
+  const int v2_warps = ceil_div(d->n, int64_t{32}) >= 2 * (**device).sm_count() ? 4 : 8;
+  const bool v2 = ggml_v2::fits(q8, d->m, d->blocks(), reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)), w_row_bytes,
+                                kV2Stages, v2_warps);
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
   // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
   auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
@@ -353,7 +368,7 @@ Status run_matmul_ggml(OpCall& call) {
   auto* xq = scratch->as<int8_t>();
   auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd};
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd, v2};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -373,7 +388,11 @@ Status run_matmul_ggml(OpCall& call) {
   p.xd = xd;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  const bool q8 = d->w == DType::q8_0;
+  if (v2) {
+    const ggml_v2::Args a{p.w, p.w_row_bytes, p.n, p.nb, p.m, p.xq, p.xd, p.y, p.y_row};
+    DNNB_TRY(ggml_v2::launch(**device, a, kV2Stages, v2_warps));
+    return scratch->release();
+  }
   Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
                             : (q8 ? launch_matvec<true, 2, kRing>(**device, p) : launch_matvec<false, 2, kRing>(**device, p));
   if (!launched.is_ok()) return launched;

@@ -36,8 +36,9 @@ OpSpec make_matmul_ggml_spec() {
   // Decode (M = 1, 3, 8), a row count past every kernel's row tile (33), one block (K = 32), K
   // an odd number of blocks past 4096 (4128 = 129 blocks), N odd, zero blocks in w and x,
   // large magnitudes (x's block scales near 2^11), f16/bf16 x, x transposed and padded; K a
-  // multiple of 256 (whole 8-block groups, as every real model's rows) with M = 2, 5 and 8 and N
-  // no multiple of 32, one of them at large magnitudes.
+  // multiple of 256 (whole 8-block groups, as every real model's rows) with M = 1, 2, 3, 4, 5 and
+  // 8 and N no multiple of 32, one of them at large magnitudes, one at K = 14336 (a decode
+  // problem's K) and one at M = 4 with K = 14336 (x's 64 KB of quants and scales staged whole).
   spec.check_problems = {"1x4096x4096",
                          "3x1001x4128",
                          "8x333x4128",
@@ -52,7 +53,10 @@ OpSpec make_matmul_ggml_spec() {
                          "4x65x1024:x.dt=bf16,zeros=1",
                          "8x4001x2048",
                          "5x33x512:x.dt=f16",
-                         "2x100x4096:wscale=1e3,xscale=3e5"};
+                         "2x100x4096:wscale=1e3,xscale=3e5",
+                         "1x1000x14336",
+                         "3x77x2304",
+                         "4x40x14336:x.dt=bf16"};
   // Llama-3-8B's FFN projections at decode (one token, a batch of 8) and one prefill of 512.
   spec.bench_problems = {"1x14336x4096", "1x4096x14336", "8x14336x4096", "8x4096x14336", "512x14336x4096"};
   spec.signature = matmul_ggml_signature;
