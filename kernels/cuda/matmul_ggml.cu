@@ -314,18 +314,8 @@ Status launch_matvec(const CudaDevice& device, const MatvecArgs& p) {
   constexpr int kSmem = kWarps * kStages * Stage<kQ8>::kBytes;
   static_assert(kSmem >= kWarps * kNT * 32 * 16, "the reduction reuses the ring");
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ceil_div(p.n, kRows) * ceil_div(p.m, kTokens * kNT)));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSmem;
-  config.stream = device.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p));
-  return Status::ok();
+  return launch_after_quantiser(device, kernel, static_cast<unsigned>(ceil_div(p.n, kRows) * ceil_div(p.m, kTokens * kNT)),
+                                kThreads, kSmem, p);
 }
 
 Status run_matmul_ggml(OpCall& call) {

@@ -223,18 +223,8 @@ Status launch_one(const CudaDevice& device, const Args& p, int warps) {
   const auto kernel = &ggml_matvec_v2<kM, kStages>;
   const int smem = static_cast<int>(smem_bytes(kM, p.nb, kStages, warps));
   DNNB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ceil_div(p.n, kRows)));
-  config.blockDim = dim3(static_cast<unsigned>(warps * 32));
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = device.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p));
-  return Status::ok();
+  return launch_after_quantiser(device, kernel, static_cast<unsigned>(ceil_div(p.n, kRows)), static_cast<unsigned>(warps * 32),
+                                static_cast<size_t>(smem), p);
 }
 
 template <int kStages>

@@ -5,10 +5,31 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "devices/cuda/cuda_device.h"
 
-namespace dnnb {
-class CudaDevice;
+namespace dnnb::cuda_kernels {
+
+// Launches `kernel` on the device's stream as a programmatic dependent launch of the launch
+// before it (the quantiser): its blocks may start while that one runs, and wait for its writes
+// with griddepcontrol.wait. Both matvecs are launched so.
+template <typename A>
+Status launch_after_quantiser(const CudaDevice& device, void (*kernel)(A), unsigned grid, unsigned threads, size_t smem,
+                              const A& args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = device.stream();
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, args));
+  return Status::ok();
 }
+
+}  // namespace dnnb::cuda_kernels
 
 namespace dnnb::cuda_kernels::ggml_v2 {
 
