@@ -384,9 +384,6 @@ class StreamScratch {
   cudaStream_t stream_ = nullptr;
 };
 
-// Row tiles of 16 that a split gemv (gemv.cu) can count: larger gemvs do not split.
-inline constexpr int kGemvTileCounters = 1024;
-
 // Zeroed device counters, one set per device, allocated on first use and kept for the process:
 // for kernels whose blocks meet through global atomics (the last block finishes a reduction, or
 // every block waits for a grid-wide count). Each user puts its fields back to 0 before its kernel
@@ -400,8 +397,6 @@ struct GridCounters {
   // atomic per block so that a block that sees every arrival also sees every count (the counts
   // are 32-bit: rows < 2^32).
   unsigned long long cross_entropy_bwd_kept = 0;
-  // gemv.cu, split over K: blocks finished per tile of 16 rows (at most kGemvTileCounters tiles).
-  unsigned gemv_tile_done[kGemvTileCounters] = {};
 };
 inline constexpr int kGridArrivalShift = 40;
 Result<GridCounters*> grid_counters(const CudaDevice& device);

@@ -21,14 +21,6 @@
 // ld.global.nc.L1::no_allocate.L2::256B (read once: keep L1 for x; whole 256-byte DRAM fetches).
 // Steps wholly inside K with 16-byte-aligned unit-stride rows take 16-byte loads; the last
 // partial step, padded/misaligned/transposed w and strided x are read element by element.
-// Few row tiles (ceil(N / 16) at most half the resident blocks, as the k and v projections of a
-// decode step, 1024 x 4096: 64 tiles) leave SMs idle and each block only a round or two of loads
-// in flight, so the time is mostly latency. There K is split over S blocks per tile
-// (gemv_mma_split_kernel, S from split_plan): each adds its steps of K for the tile's 16 rows as
-// above and writes its f32 sums to the workspace ([tile][S][B][16]); the tile's last block to
-// finish (a per-tile device counter, GridCounters::gemv_tile_done) adds the S partial sums in
-// split order, writes y and puts the counter back to 0. The sums' order depends on S only, not
-// on which block finishes last: deterministic. S = 1 is gemv_mma_kernel as it is.
 //
 // f32 (no tensor-core path at full f32 precision): each warp streams R rows of w with 16-byte
 // loads, multiplying each with every vector. The vectors are staged in shared memory a chunk of
@@ -38,9 +30,7 @@
 // finishes each one, in a fixed order. R = 2 for B <= 2, 4 above; blocks of 4 warps; the batch is
 // rounded up to a power of two (BT) for the template, vectors past B skipped. Rows that are not
 // 16-byte vectors (padded, odd offsets, transposed) are read element by element.
-#include <algorithm>
 #include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
@@ -311,249 +301,6 @@ Status launch_gemv_mma(const CudaDevice& device, const GemvArgs& p) {
   return Status::ok();
 }
 
-// ---------------------------------------------------------------------------------------------
-// f16/bf16 split over K (see the top of the file): block (tile, j) of S per tile takes steps
-// [j per, (j + 1) per) of K for the 16 rows of its tile with gemv_mma_kernel's steps: rounds of
-// 8 warps x U steps, then a round where only the warps with U whole steps left load, then the
-// rest step by step.
-
-// Where the blocks of a split launch meet: f32 partial sums part[tile][j][b][16 rows] and the
-// count of finished blocks per tile (GridCounters::gemv_tile_done, 0 between launches).
-struct GemvSplit {
-  float* part;
-  unsigned* done;
-  int splits;  // S, blocks per tile
-  int per;     // 32-column steps per block (the last block of a tile may have fewer)
-};
-
-// The operands of a block's 16 rows for lane (g, t): rows g and g + 8 of w (rows past N repeat
-// the last row; their sums are never stored) and vector nt * 8 + g of each B tile (absent
-// vectors are zero columns of B).
-template <typename T, int kNT>
-struct MmaOperands {
-  const T* w_lo;
-  const T* w_hi;
-  const T* xr[kNT];
-  bool x_on[kNT];
-
-  __device__ __forceinline__ MmaOperands(const GemvArgs& p, int row0, int g) {
-    const T* w = static_cast<const T*>(p.w);
-    const T* x = static_cast<const T*>(p.x);
-    w_lo = w + static_cast<int64_t>(min(row0 + g, p.n - 1)) * p.w_n;
-    w_hi = w + static_cast<int64_t>(min(row0 + g + 8, p.n - 1)) * p.w_n;
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      const int b = nt * 8 + g;
-      x_on[nt] = b < p.batch;
-      xr[nt] = x + static_cast<int64_t>(min(b, p.batch - 1)) * p.x_b;
-    }
-  }
-};
-
-// A warp's steps s .. s + U - 1, wholly inside K with 16-byte rows, added to acc: every 16-byte
-// load issued before the first mma (the zero fence of gemv_mma_kernel).
-template <typename T, int kNT>
-__device__ __forceinline__ void mma_round(float (&acc)[kNT][4], const MmaOperands<T, kNT>& o, int s, int t,
-                                          uint32_t zero) {
-  constexpr int U = kMmaUnroll;
-  uint4 a_lo[U], a_hi[U], b[U][kNT];
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int k = (s + u) * kStepK + t * 8;
-    a_lo[u] = load_stream16(o.w_lo + k);
-    a_hi[u] = load_stream16(o.w_hi + k);
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-      b[u][nt] = o.x_on[nt] ? __ldg(reinterpret_cast<const uint4*>(o.xr[nt] + k)) : make_uint4(0, 0, 0, 0);
-  }
-  uint32_t fence = zero;
-#pragma unroll
-  for (int u = 0; u < U; ++u) fence &= a_lo[u].x & a_hi[u].x & b[u][0].x;
-  a_lo[0].x |= fence;
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) mma_step<T>(acc[nt], a_lo[u], a_hi[u], b[u][nt]);
-}
-
-// A warp's step s anywhere in K (the partial last step; strided or misaligned rows), added to acc.
-template <typename T, int kNT>
-__device__ __forceinline__ void mma_one_step(float (&acc)[kNT][4], const MmaOperands<T, kNT>& o, const GemvArgs& p,
-                                             int s, int t) {
-  const int k = s * kStepK + t * 8;
-  const uint4 a_lo = load8<T, true>(o.w_lo, p.w_k, p.w_vec, k, p.k);
-  const uint4 a_hi = load8<T, true>(o.w_hi, p.w_k, p.w_vec, k, p.k);
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    const uint4 b = o.x_on[nt] ? load8<T, false>(o.xr[nt], p.x_k, p.x_vec, k, p.k) : make_uint4(0, 0, 0, 0);
-    mma_step<T>(acc[nt], a_lo, a_hi, b);
-  }
-}
-
-// Block i: split j = i % S of tile i / S (rows [16 tile, 16 tile + 16)). Its sums (the warps'
-// added in warp order) go to part; the tile's last block to finish adds the S partial sums in
-// split order, so y does not depend on which block came last, and puts the tile's count back
-// to 0 for the next launch (or graph replay). 2 blocks an SM at kNT = 1, as gemv_mma_kernel.
-template <typename T, int kNT>
-__global__ void __launch_bounds__(kMmaThreads, kNT == 1 ? 2 : 1) gemv_mma_split_kernel(const GemvArgs p,
-                                                                                       const GemvSplit sp) {
-  constexpr int U = kMmaUnroll;
-  __shared__ __align__(16) float part[kMmaWarps][kNT][32][4];
-  __shared__ bool last;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  const int tile = blockIdx.x / sp.splits, j = blockIdx.x % sp.splits;
-  const int row0 = tile * kMmaRows;
-  const MmaOperands<T, kNT> o(p, row0, g);
-  float acc[kNT][4];
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) acc[nt][c] = 0.f;
-
-  const int steps = (p.k + kStepK - 1) / kStepK;
-  const int whole = p.w_vec && p.x_vec ? p.k / kStepK : 0;  // steps of unconditional 16-byte loads
-  const int first = j * sp.per, end = min(first + sp.per, steps);
-  const int whole_end = min(end, whole);
-  int r = first;  // the next round's first step
-  for (; r + U * kMmaWarps <= whole_end; r += U * kMmaWarps) mma_round<T, kNT>(acc, o, r + warp * U, t, p.zero);
-  const int busy = max(0, (whole_end - r) / U);  // warps with U whole steps in the last round
-  if (warp < busy) mma_round<T, kNT>(acc, o, r + warp * U, t, p.zero);
-  for (int s = r + busy * U + warp; s < end; s += kMmaWarps) mma_one_step<T, kNT>(acc, o, p, s, t);
-
-  // The warps' sums in warp order. Accumulator c of lane (g, t) in B tile nt is row
-  // g + 8 (c / 2) and vector nt * 8 + 2 t + c % 2.
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt)
-    *reinterpret_cast<float4*>(part[warp][nt][lane]) = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
-  __syncthreads();
-  float* tile_part = sp.part + static_cast<int64_t>(tile) * sp.splits * p.batch * kMmaRows;
-  for (int i = threadIdx.x; i < kNT * 128; i += kMmaThreads) {
-    const int nt = i / 128, l = (i / 4) % 32, c = i % 4;
-    float v = 0.f;
-#pragma unroll
-    for (int wi = 0; wi < kMmaWarps; ++wi) v += part[wi][nt][l][c];
-    const int row = (l >> 2) + (c >> 1) * 8, b = nt * 8 + (l & 3) * 2 + (c & 1);
-    if (row0 + row < p.n && b < p.batch) tile_part[(j * p.batch + b) * kMmaRows + row] = v;
-  }
-  // Each thread's partial sums visible device-wide before the block is counted (release); the
-  // last block's fence after seeing the count orders its reads after the others' writes.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&sp.done[tile], 1u) == static_cast<unsigned>(sp.splits - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int i = threadIdx.x; i < p.batch * kMmaRows; i += kMmaThreads) {
-    const int b = i / kMmaRows, row = i % kMmaRows, n = row0 + row;
-    if (n >= p.n) continue;
-    float v = 0.f;
-    for (int s = 0; s < sp.splits; ++s) v += __ldcg(&tile_part[(s * p.batch + b) * kMmaRows + row]);
-    const int64_t at = b * p.y_b + n;
-    if (p.out_f32)
-      static_cast<float*>(p.y)[at] = v;
-    else
-      static_cast<T*>(p.y)[at] = from_float<T>(v);
-  }
-  if (threadIdx.x == 0) sp.done[tile] = 0;  // every block of the tile has counted
-}
-
-// S for a problem: 1 (gemv_mma_kernel) unless the row tiles leave at least half the resident
-// block slots idle (tiles <= slots / 2) and there are at most kGemvTileCounters tiles. Then the
-// splits that fill one wave of resident blocks (slots / tiles), in whole rounds of 8 warps x U
-// steps when K has enough of them (at least half that count), else in whole warp shares of U
-// steps (the last round of a block then has only some warps loading, as many bytes in flight).
-// DNNB_CUDA_GEMV_SPLITS=S forces S (1: never split), rounded the same way.
-inline constexpr int kGemvMaxSplits = 1024;
-
-struct SplitPlan {
-  int64_t tiles = 0;
-  int splits = 1;
-  int per = 0;  // steps per block when splits > 1
-};
-
-int forced_gemv_splits() {
-  static const int forced = [] {
-    const char* v = std::getenv("DNNB_CUDA_GEMV_SPLITS");
-    return v ? std::max(0, std::atoi(v)) : 0;
-  }();
-  return forced;
-}
-
-template <typename T, int kNT>
-Result<SplitPlan> split_plan(const CudaDevice& device, int64_t n, int64_t k) {
-  SplitPlan plan;
-  plan.tiles = ceil_div(n, static_cast<int64_t>(kMmaRows));
-  const int64_t steps = ceil_div(k, static_cast<int64_t>(kStepK));
-  const int64_t round = kMmaUnroll * kMmaWarps, shares = ceil_div(steps, static_cast<int64_t>(kMmaUnroll));
-  if (plan.tiles == 0 || plan.tiles > kGemvTileCounters) return plan;
-  int64_t s = forced_gemv_splits();
-  if (s == 0) {
-    auto slots = resident_blocks(reinterpret_cast<const void*>(gemv_mma_split_kernel<T, kNT>), kMmaThreads, device);
-    if (!slots) return slots.status();
-    const int64_t wave = *slots / plan.tiles;
-    if (wave < 2) return plan;
-    const int64_t rounds = steps / round;
-    s = rounds >= 2 && 2 * rounds >= wave ? std::min(wave, rounds) : wave;
-  }
-  s = std::min({s, shares, static_cast<int64_t>(kGemvMaxSplits)});
-  if (s <= 1) return plan;
-  int64_t per = ceil_div(steps, s);
-  per = round_up(per, per >= round ? round : kMmaUnroll);
-  s = ceil_div(steps, per);
-  if (s <= 1) return plan;
-  plan.splits = static_cast<int>(s);
-  plan.per = static_cast<int>(per);
-  return plan;
-}
-
-// The plan of a problem's dtype and batch (f32 never splits).
-Result<SplitPlan> gemv_split_plan(const CudaDevice& device, DType dtype, int64_t batch, int64_t n, int64_t k) {
-  if (dtype == DType::bf16)
-    return batch <= 8 ? split_plan<__nv_bfloat16, 1>(device, n, k) : split_plan<__nv_bfloat16, 2>(device, n, k);
-  if (dtype == DType::f16) return batch <= 8 ? split_plan<__half, 1>(device, n, k) : split_plan<__half, 2>(device, n, k);
-  return SplitPlan{};
-}
-
-size_t split_bytes(const SplitPlan& plan, int64_t batch) {
-  if (plan.splits <= 1) return 0;
-  return static_cast<size_t>(plan.tiles * plan.splits * batch * kMmaRows) * sizeof(float);
-}
-
-template <typename T, int kNT>
-Status run_gemv_mma(const CudaDevice& device, const GemvArgs& p, const Tensor& workspace) {
-  auto plan = split_plan<T, kNT>(device, p.n, p.k);
-  if (!plan) return plan.status();
-  if (plan->splits == 1) return launch_gemv_mma<T, kNT>(device, p);
-  const size_t need = split_bytes(*plan, p.batch);
-  if (!workspace.buffer || workspace.buffer->handle == nullptr || storage_bytes(workspace.dtype, workspace.numel()) < need)
-    return Status::error("cuda gemv: the workspace of " + std::to_string(need) + " bytes for the split is missing");
-  GemvSplit sp{};
-  sp.part = data_ptr<float>(workspace);
-  if (reinterpret_cast<uintptr_t>(sp.part) % alignof(float) != 0)
-    return Status::error("cuda gemv: the workspace is not 4-byte aligned");
-  auto counters = grid_counters(device);
-  if (!counters) return counters.status();
-  sp.done = (*counters)->gemv_tile_done;
-  sp.splits = plan->splits;
-  sp.per = plan->per;
-  const int64_t blocks = plan->tiles * plan->splits;
-  gemv_mma_split_kernel<T, kNT><<<static_cast<unsigned>(blocks), kMmaThreads, 0, device.stream()>>>(p, sp);
-  DNNB_CUDA_CHECK_LAUNCH();
-  return Status::ok();
-}
-
-Result<size_t> gemv_workspace(const Problem& problem, const DeviceRuntime& device) {
-  if (device.info().kind != DeviceKind::cuda) return size_t{0};
-  const auto& cuda = static_cast<const CudaDevice&>(device);
-  DNNB_TRY(cuda.activate());
-  auto d = ops::gemv_desc(problem);
-  if (!d) return d.status();
-  auto plan = gemv_split_plan(cuda, problem.dtype, d->m, d->n, d->k);
-  if (!plan) return plan.status();
-  return split_bytes(*plan, d->m);
-}
-
 Status run_gemv(OpCall& call) {
   auto device = cuda_device_of(call);
   if (!device) return device.status();
@@ -593,8 +340,8 @@ Status run_gemv(OpCall& call) {
   return dispatch_float(in, [&](auto tag) -> Status {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, float>) {
-      if (p.batch <= 8) return run_gemv_mma<T, 1>(**device, p, call.workspace);
-      return run_gemv_mma<T, 2>(**device, p, call.workspace);
+      if (p.batch <= 8) return launch_gemv_mma<T, 1>(**device, p);
+      return launch_gemv_mma<T, 2>(**device, p);
     } else {
       if (p.batch <= 1) return launch_gemv<T, 1>(**device, p);
       if (p.batch <= 2) return launch_gemv<T, 2>(**device, p);
@@ -609,7 +356,6 @@ ProductImplementation gemv_implementation() {
   ProductImplementation p;
   p.op = "gemv";
   p.run = run_gemv;
-  p.workspace_bytes = gemv_workspace;
   return p;
 }
 

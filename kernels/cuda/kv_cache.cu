@@ -11,17 +11,14 @@
 //                         m16n8k16 (f32 accumulation), up to 8 query heads of a kv head per block.
 //   kv_decode_fma_kernel  everything else (f32 problems, f32 and q8_0 caches, f16 <-> bf16, other
 //                         head dims): f32 FMAs, 4 or 8 query heads per block.
-//   kv_combine_pdl_kernel when splits > 1: a block per (b, h), a programmatic dependent launch
-//                         of the decode grid (kv_combine_kernel, the serial one, under
-//                         DNNB_CUDA_KV_PLAN=old).
+//   kv_combine_kernel     when splits > 1: a block per (b, h).
 //
 // The tensor-core kernel. A warp takes 16 positions at a time (warp w of the block: positions
 // lo + 16 w, then every 64th). Scores are S = K Q^T: K is the mma's A operand (16 positions x 16
 // of D), q the B operand (8 heads, zero past the group). A dot product may take its terms in any
 // order, so lane (g, t) = (lane / 4, lane % 4) loads 16-byte chunks t, t + 4, ... of rows g and
 // g + 8 straight into A registers (gemv.cu's layout; 4 lanes read 64 contiguous bytes of a row),
-// and q's B fragments hold q at the same positions of D (q is staged once per block in shared
-// memory by 16-byte loads; each k tile's fragment is one 8-byte shared load). S's accumulator
+// and q's B fragments, built once per block, hold q at the same positions of D. S's accumulator
 // gives lane (g, t) positions g, g + 8 of heads 2t, 2t + 1, the heads of the online softmax it
 // keeps (max shared by the 8 lanes of a t through 3 shuffles). Then O^T += V^T P^T: P (rounded to
 // the problem dtype, FlashAttention's practice; l sums the f32 p) becomes the B operand by one
@@ -33,16 +30,12 @@
 // type's exponent: f16 holds e4m3 x 2^-8 with no multiply, the 2^8 going into the scales; bf16
 // holds e4m3 x 2^-120, times 2^120 by one bf16x2 FMA); a tile holding an e4m3 NaN (0x7F/0xFF,
 // which the trick would read as 480) takes a variant that writes the NaN (a warp vote picks it).
-// The block that stores the token reads its other positions first and the token's row last,
-// from the shared copy it wrote along with the caches (see the kernel).
 //
 // Splits: pos lives on the device, so the plan uses the capacity C: the split count minimises
 // (waves of resident blocks) x (positions per block + a split's fixed cost), so that the grid
-// fills the device (B x KV blocks alone are 128 on 132 SMs for 16 sequences of 8 kv heads; one
-// sequence of 8 kv heads takes 64 splits of 64 positions, one tile per warp, in one wave).
+// fills the device (B x KV blocks alone are 128 on 132 SMs for 16 sequences of 8 kv heads).
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -104,41 +97,26 @@ struct MmaShape {
   static constexpr int NVC = kF8 ? D / 128 : D / 64;      // V chunks per lane and row
 };
 
-// q's B fragment pair at qg[off]: values off .. off + 3 of lane (g, t)'s slice of head g's row in
-// shared memory, one 8-byte load, as the pairs (off, off + 1), (off + 2, off + 3) (16-bit cache)
-// or (off, off + 2), (off + 1, off + 3) (f8: the pairs its widening makes).
-template <typename T, bool kF8>
-__device__ __forceinline__ uint2 q_frag(const T* qg, int off) {
-  const uint2 x = *reinterpret_cast<const uint2*>(qg + off);
-  if constexpr (kF8) return make_uint2(__byte_perm(x.x, x.y, 0x5410), __byte_perm(x.x, x.y, 0x7632));
-  return x;
-}
-
-// s += K Q^T for the tile: K chunk i of rows g (lo) and g + 8 (hi); q's B fragments are read
-// from shared memory at qg (head g's row from the lane's first value: 8t, or 16t for f8), each k
-// tile holding q at the positions of D that the lane's K registers hold.
+// s += K Q^T for the tile: K chunk i of rows g (lo) and g + 8 (hi).
 template <typename T, bool kF8, int D, bool kFix>
 __device__ __forceinline__ void tile_scores(float (&s)[4], const uint4 (&klo)[MmaShape<kF8, D>::NKC],
-                                            const uint4 (&khi)[MmaShape<kF8, D>::NKC], const T* qg) {
+                                            const uint4 (&khi)[MmaShape<kF8, D>::NKC],
+                                            const uint32_t (&qb)[MmaShape<kF8, D>::KT][2]) {
 #pragma unroll
   for (int i = 0; i < MmaShape<kF8, D>::NKC; ++i) {
     if constexpr (!kF8) {
-      // Chunk i is values 8 (t + 4i) .. + 7: k tile 2i its first 4, 2i + 1 its last 4.
-      const uint2 q0 = q_frag<T, kF8>(qg, 32 * i), q1 = q_frag<T, kF8>(qg, 32 * i + 4);
       const uint32_t a0[4] = {klo[i].x, khi[i].x, klo[i].y, khi[i].y};
-      gemm::mma_16816<T>(s, a0, q0.x, q0.y);
+      gemm::mma_16816<T>(s, a0, qb[2 * i][0], qb[2 * i][1]);
       const uint32_t a1[4] = {klo[i].z, khi[i].z, klo[i].w, khi[i].w};
-      gemm::mma_16816<T>(s, a1, q1.x, q1.y);
+      gemm::mma_16816<T>(s, a1, qb[2 * i + 1][0], qb[2 * i + 1][1]);
     } else {
-      // Chunk i is values 16 (t + 4i) .. + 15; word u of it values 4u .. 4u + 3 (k tile 4i + u),
-      // where (4u, 4u + 2) are one k pair and (4u + 1, 4u + 3) the other.
+      // Word u of a chunk: values 4u .. 4u + 3; (4u, 4u + 2) are one k pair, (4u + 1, 4u + 3) the other.
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
-        const uint2 q = q_frag<T, kF8>(qg, 64 * i + 4 * u);
         const uint32_t lo = word_of(klo[i], u), hi = word_of(khi[i], u);
         const uint32_t a[4] = {e4m3_pair<T, kFix>(lo << 8), e4m3_pair<T, kFix>(hi << 8), e4m3_pair<T, kFix>(lo),
                                e4m3_pair<T, kFix>(hi)};
-        gemm::mma_16816<T>(s, a, q.x, q.y);
+        gemm::mma_16816<T>(s, a, qb[4 * i + u][0], qb[4 * i + u][1]);
       }
     }
   }
@@ -173,77 +151,34 @@ __device__ __forceinline__ void tile_pv(float (&acc)[MmaShape<kF8, D>::KT][4],
   }
 }
 
-// 16 bytes from global memory (through L2, as the cache rows are read once) or, kGlobal false,
-// from the block's shared copy of the stored token row (a generic load).
-template <bool kGlobal>
-__device__ __forceinline__ uint4 row_load16(const unsigned char* p) {
-  if constexpr (kGlobal) {
-    return ldcg16(p);
-  } else {
-    return *reinterpret_cast<const uint4*>(p);
-  }
-}
-
-// Resident blocks an SM the kernel is built for: 4 at D <= 128 (128 registers a thread), so that
-// a small grid (B = 1: 8 kv heads x 64 splits) fits one wave on 132 SMs; 3 for a 16-bit cache at
-// D = 256 (168 registers); 2 for an f8 cache at D = 256 (its two widening variants of each tile
-// step do not fit 168 registers without spilling).
-template <bool kF8, int D>
-inline constexpr int kMmaMinBlocks = D <= 128 ? 4 : (kF8 ? 2 : 3);
-
 template <typename T, bool kF8, int D>
-__global__ void __launch_bounds__(kThreads, kMmaMinBlocks<kF8, D>) kv_decode_mma_kernel(const KvArgs a) {
+__global__ void __launch_bounds__(kThreads) kv_decode_mma_kernel(const KvArgs a) {
   using Shape = MmaShape<kF8, D>;
   constexpr int KT = Shape::KT, NKC = Shape::NKC, NVC = Shape::NVC;
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr DType C = kF8 ? DType::f8_e4m3fn : kDType<T>;
   constexpr bool kEarlyV = D <= 128;  // V loads with K's; at D = 256 after the scores (registers)
-  constexpr int kRowBytes = kF8 ? D : D * static_cast<int>(sizeof(T));
-  constexpr int kQRow = D + 8;             // q row pitch in shared memory (16 bytes of padding)
-  constexpr int kTok = 2 * D / kThreads;   // token values (k then v) a thread stores
-  static_assert(2 * D % kThreads == 0, "the token's k and v rows are shared evenly by the threads");
   __shared__ BlockState<D> st;
-  __shared__ alignas(16) T qs[kMaxHeads][kQRow];
-  __shared__ alignas(16) unsigned char tok[2][kRowBytes];  // the stored token's k and v rows
-  // The combine (a programmatic dependent launch) may be scheduled now; it waits for this grid's
-  // end before it reads a partial.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const Work w = work_of(a);
+  if (w.store) {
+    store_token<T, C>(a, w);
+    __syncthreads();  // the stored row is visible to the block's reads below
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 
-  // The block whose range holds pos stores the token after its other positions: its loads of the
-  // token are issued here and land during the main loop.
-  float tokv[kTok];
-  if (w.store) {
-    const T* kt = static_cast<const T*>(a.k) + w.b * a.k_sb + w.kvh * a.k_sh;
-    const T* vt = static_cast<const T*>(a.v) + w.b * a.v_sb + w.kvh * a.v_sh;
-#pragma unroll
-    for (int i = 0; i < kTok; ++i) {
-      const int e = threadIdx.x + i * kThreads;
-      tokv[i] = to_float(e < D ? kt[static_cast<int64_t>(e) * a.k_se] : vt[static_cast<int64_t>(e - D) * a.v_se]);
-    }
-  }
-
-  // q of the block's heads into shared memory (zero past the group), 16 bytes a load where the
-  // rows are contiguous and aligned.
+  // q's B fragments: head g; k tile kt pairs the values that lane (g, t)'s K registers hold.
+  uint32_t qb[KT][2];
   {
-    const T* q0 = static_cast<const T*>(a.q) + w.b * a.q_sb + static_cast<int64_t>(w.h0) * a.q_sh;
-    const bool vec = a.q_se == 1 && a.q_sh % 8 == 0 && reinterpret_cast<uintptr_t>(q0) % 16 == 0;
-    if (vec) {
-      for (int i = threadIdx.x; i < kMaxHeads * D / 8; i += kThreads) {
-        const int h = i / (D / 8), c = 8 * (i % (D / 8));
-        const uint4 x = h < w.hn ? *reinterpret_cast<const uint4*>(q0 + h * a.q_sh + c) : make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(&qs[h][c]) = x;
-      }
-    } else {
-      for (int i = threadIdx.x; i < kMaxHeads * D; i += kThreads) {
-        const int h = i / D, e = i % D;
-        qs[h][e] = h < w.hn ? q0[h * a.q_sh + static_cast<int64_t>(e) * a.q_se] : from_float<T>(0.f);
-      }
+    const bool on = g < w.hn;
+    const T* qr = static_cast<const T*>(a.q) + w.b * a.q_sb + static_cast<int64_t>(w.h0 + (on ? g : 0)) * a.q_sh;
+    auto at = [&](int e) { return on ? to_float(qr[static_cast<int64_t>(e) * a.q_se]) : 0.f; };
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      const int base = kF8 ? 16 * (t + 4 * (kt / 4)) + 4 * (kt % 4) : 8 * (t + 4 * (kt / 2)) + 4 * (kt % 2);
+      qb[kt][0] = pack2<T>(at(base), at(kF8 ? base + 2 : base + 1));
+      qb[kt][1] = pack2<T>(at(kF8 ? base + 1 : base + 2), at(base + 3));
     }
   }
-  __syncthreads();
-  const T* qg = &qs[g][(kF8 ? 16 : 8) * t];  // q's B fragments come from here (tile_scores)
   // Scores in the log2 domain. f8: k = e4m3 x k_scale; the f16 widening holds e4m3 x 2^-8.
   const float widen = kF8 && !kBf16 ? 256.f : 1.f;
   const float sl2 = a.scale_log2e * (kF8 ? *a.k_scale * widen : 1.f);
@@ -256,30 +191,28 @@ __global__ void __launch_bounds__(kThreads, kMmaMinBlocks<kF8, D>) kv_decode_mma
   const int64_t first_row = (static_cast<int64_t>(w.b) * a.kv_heads + w.kvh) * a.capacity;
   const unsigned char* kc = a.k_cache + first_row * a.row_bytes;
   const unsigned char* vc = a.v_cache + first_row * a.row_bytes;
+  const int last = w.hi - 1;
 
-  // One tile of 16 positions from p0 on, rows past `last` masked; row r at kb + r rb (rb = 0: the
-  // shared token row for every position).
-  auto tile = [&](int p0, int last, const unsigned char* kb, const unsigned char* vb, int64_t rb, auto global) {
-    constexpr bool kGlobal = decltype(global)::value;
-    const bool partial = p0 + kTile - 1 > last;  // warp-uniform
+  for (int p0 = w.lo + warp * kTile; p0 < w.hi; p0 += kWarps * kTile) {
+    const bool partial = p0 + kTile > w.hi;  // warp-uniform
     // Rows past the range read the last row of the range instead (never a position past pos[b]);
     // their scores become -inf and their values 0.
-    const unsigned char* k0 = kb + min(p0 + g, last) * rb;
-    const unsigned char* k8 = kb + min(p0 + g + 8, last) * rb;
+    const unsigned char* k0 = kc + min(p0 + g, last) * a.row_bytes;
+    const unsigned char* k8 = kc + min(p0 + g + 8, last) * a.row_bytes;
     uint4 klo[NKC], khi[NKC], vr[4][NVC];
 #pragma unroll
     for (int i = 0; i < NKC; ++i) {
-      klo[i] = row_load16<kGlobal>(k0 + 16 * (t + 4 * i));
-      khi[i] = row_load16<kGlobal>(k8 + 16 * (t + 4 * i));
+      klo[i] = ldcg16(k0 + 16 * (t + 4 * i));
+      khi[i] = ldcg16(k8 + 16 * (t + 4 * i));
     }
     auto load_v = [&] {
       const int rows[4] = {2 * t, 2 * t + 1, 2 * t + 8, 2 * t + 9};
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const unsigned char* vrow = vb + min(p0 + rows[r], last) * rb;
+        const unsigned char* vrow = vc + min(p0 + rows[r], last) * a.row_bytes;
         const bool off = partial && p0 + rows[r] > last;
 #pragma unroll
-        for (int i = 0; i < NVC; ++i) vr[r][i] = off ? make_uint4(0, 0, 0, 0) : row_load16<kGlobal>(vrow + 16 * (g + 8 * i));
+        for (int i = 0; i < NVC; ++i) vr[r][i] = off ? make_uint4(0, 0, 0, 0) : ldcg16(vrow + 16 * (g + 8 * i));
       }
     };
     if constexpr (kEarlyV) load_v();
@@ -288,9 +221,9 @@ __global__ void __launch_bounds__(kThreads, kMmaMinBlocks<kF8, D>) kv_decode_mma
     bool fix = false;  // warp-uniform: the mma and movmatrix below need the whole warp
     if constexpr (kF8) fix = __any_sync(0xffffffffu, any_nan(klo) || any_nan(khi));
     if (fix) {
-      tile_scores<T, kF8, D, true>(s, klo, khi, qg);
+      tile_scores<T, kF8, D, true>(s, klo, khi, qb);
     } else {
-      tile_scores<T, kF8, D, false>(s, klo, khi, qg);
+      tile_scores<T, kF8, D, false>(s, klo, khi, qb);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) s[k] = cap_score(a, s[k] * sl2);
@@ -326,28 +259,6 @@ __global__ void __launch_bounds__(kThreads, kMmaMinBlocks<kF8, D>) kv_decode_mma
     } else {
       tile_pv<T, kF8, D, false>(acc, vr, b0, b1);
     }
-  };
-
-  // The positions before the token's (all of the range for the other blocks), then, in the block
-  // that stores, the token's row: written to the caches and to shared memory, and read back from
-  // shared memory by the warp with the fewest tiles, so no read waits on the global store.
-  const int hi = w.store ? w.pos : w.hi;
-  for (int p0 = w.lo + warp * kTile; p0 < hi; p0 += kWarps * kTile)
-    tile(p0, hi - 1, kc, vc, a.row_bytes, std::true_type{});
-  if (w.store) {  // block-uniform
-    const int64_t row = first_row + w.pos;
-    const float ks = kF8 ? *a.k_scale : 1.f, vs = kF8 ? *a.v_scale : 1.f;
-#pragma unroll
-    for (int i = 0; i < kTok; ++i) {
-      const int e = threadIdx.x + i * kThreads;
-      const bool is_v = e >= D;
-      const int x = is_v ? e - D : e;
-      store_scalar<C>((is_v ? a.v_cache : a.k_cache) + row * a.row_bytes, x, tokv[i], is_v ? vs : ks);
-      store_scalar<C>(tok[is_v ? 1 : 0], x, tokv[i], is_v ? vs : ks);
-    }
-    __syncthreads();
-    if (warp == (w.pos - w.lo + kTile - 1) / kTile % kWarps)
-      tile(w.pos, w.pos, tok[0], tok[1], 0, std::false_type{});
   }
 
   // The warp's state: l summed over the 8 lanes of a t; acc (O^T) back to the d order.
@@ -459,27 +370,13 @@ Result<int> blocks_per_sm(Kernel kernel, const CudaDevice& device) {
   return known[key];
 }
 
-// DNNB_CUDA_KV_PLAN=old: splits in whole tiles and the serial combine as a plain launch (to time
-// against the default: splits in whole block steps, the spread combine as a dependent launch).
-bool old_plan() {
-  static const bool old = [] {
-    const char* v = std::getenv("DNNB_CUDA_KV_PLAN");
-    return v && std::string(v) == "old";
-  }();
-  return old;
-}
-
 // Splits of the capacity C (the lengths are on the device): the count minimising
-// ceil(blocks / resident) x (chunk + kSplitCost), the fewest on a tie; chunks are whole steps.
-// The tensor-core kernel's step is a block's 4 warps x 16 positions, so that every warp of a
-// block takes the same number of tiles (a block lasts as long as its slowest warp); with few
-// (sequence, kv head) units the count then grows until the grid fills one wave of resident
-// blocks (B = 1, 8 kv heads, C = 4096: 64 splits of 64 positions, 512 blocks).
-void choose_splits(Plan& p, int64_t units, int64_t capacity, int64_t resident, int64_t step) {
+// ceil(blocks / resident) x (chunk + kSplitCost), the fewest on a tie; chunks are whole tiles.
+void choose_splits(Plan& p, int64_t units, int64_t capacity, int64_t resident) {
   int64_t best = INT64_MAX;
-  const int64_t most = std::min<int64_t>(kMaxSplits, ceil_div(capacity, step));
+  const int64_t most = std::min<int64_t>(kMaxSplits, ceil_div(capacity, kTile));
   for (int64_t s = 1; s <= most; ++s) {
-    const int64_t chunk = round_up(ceil_div(capacity, s), step);
+    const int64_t chunk = round_up(ceil_div(capacity, s), kTile);
     if (ceil_div(capacity, chunk) != s) continue;  // the same chunk as a smaller s
     const int64_t cost = ceil_div(units * s, resident) * (chunk + kSplitCost);
     if (cost < best) {
@@ -505,14 +402,13 @@ Result<Plan> make_plan(const Problem& problem, const CudaDevice& device) {
   DNNB_TRY(dispatch_float(problem.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     p.decode = p.mma ? mma_kernel<T>(*d) : fma_kernel<T>(d->cache, heads);
-    p.combine = old_plan() ? kv_combine_kernel<T> : kv_combine_pdl_kernel<T>;
+    p.combine = kv_combine_kernel<T>;
     return p.decode ? Status::ok() : Status::error("cuda kv_cache: no kernel for " + problem.to_string());
   }));
   auto per_sm = blocks_per_sm(p.decode, device);
   if (!per_sm) return per_sm.status();
   const int64_t units = d->batch * d->kv_heads * p.head_chunks;
-  const int64_t step = p.mma && !old_plan() ? kWarps * kTile : kTile;
-  choose_splits(p, units, d->capacity, static_cast<int64_t>(*per_sm) * device.sm_count(), step);
+  choose_splits(p, units, d->capacity, static_cast<int64_t>(*per_sm) * device.sm_count());
   p.blocks = units * p.splits;
   if (p.blocks > INT_MAX)
     return Status::unsupported("cuda kv_cache: " + std::to_string(p.blocks) + " blocks exceed the grid");
@@ -626,25 +522,8 @@ Status run_kv_cache(OpCall& call) {
   plan->decode<<<static_cast<unsigned>(plan->blocks), kThreads, 0, stream>>>(a);
   DNNB_CUDA_CHECK_LAUNCH();
   if (plan->splits > 1) {
-    const auto blocks = static_cast<unsigned>(d->batch * d->heads);
-    if (old_plan()) {
-      plan->combine<<<blocks, kThreads, 0, stream>>>(a);
-      DNNB_CUDA_CHECK_LAUNCH();
-    } else {
-      // A programmatic dependent launch: its blocks may be scheduled once every decode block has
-      // started (griddepcontrol.launch_dependents) and wait in griddepcontrol.wait for its end.
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(blocks);
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = 0;
-      config.stream = stream;
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attribute.val.programmaticStreamSerializationAllowed = 1;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-      DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, plan->combine, a));
-    }
+    plan->combine<<<static_cast<unsigned>(d->batch * d->heads), kThreads, 0, stream>>>(a);
+    DNNB_CUDA_CHECK_LAUNCH();
   }
   return Status::ok();
 }

@@ -5,14 +5,12 @@
 // One decode launch does the step: a block per (sequence b, kv head g, head chunk, split) reads
 // positions [lo, hi) of its sequence's caches (hi <= pos[b] + 1, so no position past the length
 // is ever read; with window=, lo >= pos[b] - window + 1) for up to 8 query heads of the group at once, each key and value row read once
-// for all of them. The block whose range holds pos[b] writes the token's k and v rows into both
-// caches (the exact rounding of each cache format) and reads that row only after a barrier, so it
-// sees the stored value: the FMA kernel stores first (store_token); the tensor-core kernel loads
-// the token at its start, stores it after its other positions (to the caches and to shared
-// memory) and reads the row from shared memory, so that no load waits on the store. Each warp keeps an online softmax (max, sum,
+// for all of them. The block whose range holds pos[b] first writes the token's k and v rows into
+// both caches (store_token: the exact rounding of each cache format) and passes a barrier, so its
+// own reads of that row see the stored value. Each warp keeps an online softmax (max, sum,
 // weighted sum of values in f32, scores in the log2 domain: exp2f(s log2e - m)); the block merges
 // its 4 warps through shared memory in warp order and writes either o (one split) or the split's
-// normalised partial o and its log2-sum-exp into the workspace, which the combine merges.
+// normalised partial o and its log2-sum-exp into the workspace, which kv_combine_kernel merges.
 // No atomics: results are the same run to run.
 #pragma once
 #include <cuda_bf16.h>
@@ -31,7 +29,7 @@ inline constexpr int kThreads = kWarps * 32;
 inline constexpr int kTile = 16;      // positions of one mma step of a warp; splits are multiples
 inline constexpr int kMaxD = 256;     // head dims the kernels hold in registers
 inline constexpr int kMaxHeads = 8;   // query heads per block (one mma N tile)
-inline constexpr int kMaxSplits = 256;
+inline constexpr int kMaxSplits = 128;
 
 // Operands and the launch's decomposition. Token and output strides in elements; caches
 // contiguous [B, KV, C, D] rows of row_bytes.
@@ -256,73 +254,6 @@ __global__ void __launch_bounds__(kThreads) kv_combine_kernel(const KvArgs a) {
   }
 }
 
-// The same merge as a programmatic dependent launch of the decode grid (it may start while the
-// decode blocks run and waits for their end before it reads a partial), with the work spread: a
-// block per (b, h); the weights 2^(lse_s - max lse) by the threads over the splits, their sum
-// added per thread in split order, then over the lanes (butterfly) and the warps (warp order);
-// warp k takes the k-th quarter of the splits in order with its lanes over d; the 4 warps' sums
-// are added in warp order. Every order is fixed by the launch shape: deterministic.
-template <typename T>
-__global__ void __launch_bounds__(kThreads) kv_combine_pdl_kernel(const KvArgs a) {
-  constexpr int kPerLane = kMaxD / 32;
-  __shared__ float weight[kMaxSplits];
-  __shared__ float red[2][kWarps];
-  __shared__ float sums[kWarps][kMaxD];
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the decode grid's partials are written
-  const int bh = blockIdx.x, b = bh / a.heads, h = bh % a.heads;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const float* lse = a.part_lse + static_cast<int64_t>(bh) * a.splits;
-  float mx = -INFINITY;
-  for (int s = threadIdx.x; s < a.splits; s += kThreads) mx = fmaxf(mx, __ldcg(lse + s));
-  mx = warp_reduce(mx, MaxOp{});
-  if (lane == 0) red[0][warp] = mx;
-  __syncthreads();
-  mx = red[0][0];
-#pragma unroll
-  for (int k = 1; k < kWarps; ++k) mx = fmaxf(mx, red[0][k]);
-  float total = 0.f;
-  for (int s = threadIdx.x; s < a.splits; s += kThreads) {
-    const float wgt = exp2f(__ldcg(lse + s) - mx);
-    weight[s] = wgt;
-    total += wgt;
-  }
-  total = warp_reduce(total, SumOp{});
-  if (lane == 0) red[1][warp] = total;
-  __syncthreads();  // the weights and the warps' sums are in shared memory
-  total = red[1][0];
-#pragma unroll
-  for (int k = 1; k < kWarps; ++k) total += red[1][k];
-
-  const int per = (a.splits + kWarps - 1) / kWarps;
-  const int s0 = warp * per, s1 = min(a.splits, s0 + per);
-  const float* part = a.part_o + static_cast<int64_t>(bh) * a.splits * a.d;
-  float o[kPerLane];
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) o[i] = 0.f;
-#pragma unroll 4
-  for (int s = s0; s < s1; ++s) {
-    const float wgt = weight[s];
-    const float* ps = part + static_cast<int64_t>(s) * a.d;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < a.d) o[i] = fmaf(wgt, __ldcg(ps + e), o[i]);
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    if (e < a.d) sums[warp][e] = o[i];
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < a.d; e += kThreads) {
-    float v = sums[0][e];
-#pragma unroll
-    for (int k = 1; k < kWarps; ++k) v += sums[k][e];
-    static_cast<T*>(a.o)[b * a.o_sb + h * a.o_sh + e * a.o_se] = from_float<T>(v / total);
-  }
-}
-
 // One online-softmax update of a head: scores s (log2 domain, -inf masked) against the running
 // max m; returns the shift z (0 while every score so far is -inf, so that exp2f gives 0, not NaN)
 // and the factor alpha the old sums take.
@@ -430,7 +361,6 @@ __global__ void __launch_bounds__(kThreads) kv_decode_fma_kernel(const KvArgs a)
   constexpr int E = kFmaE<C>;
   constexpr int N = (E == 16 || GT == 8) ? 2 : 4;  // rows per lane and iteration, loads issued together
   __shared__ BlockState<kMaxD> st;
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // the combine may be scheduled
   const Work w = work_of(a);
   if (w.store) {
     store_token<T, C>(a, w);
