@@ -1,9 +1,10 @@
 // matmul_i8 as oneDNN's int8 matmul primitive: a (s8) as src, b (s8) as weights, y (s32) as dst,
 // each described by its strides (a transposed or padded operand is a memory::desc, not a copy).
-// No scales or zero points. oneDNN (2.6, x64 CPU) converts the s32 sum through f32 on its way to
-// an s32 dst, so sums above 2^24 in magnitude come back rounded to 24 significant bits (at
-// K = 131071, 127 x 127 everywhere gives 2114044160 for 2114044159; tests/test_matmul_q8.cpp
-// measures it): a known deviation on the largest-K problems, where such sums occur.
+// No scales or zero points. oneDNN (2.6, x64 CPU with AVX-512) converts the s32 sum through f32
+// on its way to an s32 dst, so sums above 2^24 in magnitude come back rounded to 24 significant
+// bits (at K = 131071, 127 x 127 everywhere gives 2114044160 for 2114044159; on a CPU without
+// AVX-512 its kernels return 2114044159; tests/test_matmul_q8.cpp holds either): a known
+// deviation on the largest-K problems, where such sums occur.
 #include "kernels/peers/onednn/onednn_common.h"
 
 namespace dnnb::onednn {
