@@ -40,7 +40,7 @@
 //
 // ggml_matvec_v2 (kernels/cuda/matmul_ggml_v2.cu: q8_0, M <= 4, whole 8-block groups; lane =
 // row, x staged whole in shared memory, w through per-warp cp.async rings, dp4a) takes the
-// q8_0 problems of M <= 4 it fits (2-stage rings: 3 stages timed no faster); x is then
+// q8_0 problems of M <= 4 it fits (2-stage rings); x is then
 // quantised in its order (v2_slot) instead of the fragment order. The ring kernel takes the rest.
 #include <algorithm>
 
