@@ -5,9 +5,9 @@
 //  - MatmulI8Kernels.ExtremesAtLargestK: every implementation on every device here, at the
 //    largest K, with every row of a and column of b one of the extreme values (-128, -127, 127),
 //    so y holds each extreme product sum: 131071 x 16384 = 2147467264 (just below 2^31) and
-//    -2130690048 among them (oneDNN, whose sums pass through f32 on AVX-512 CPUs, is held to the
-//    exact sum or its f32 rounding: its documented deviation). VPDPBUSD's (a + 128) b sums pass 2^31 here and wrap; the result
-//    must still be exact. Also with b transposed.
+//    -2130690048 among them (oneDNN, whose sums pass through f32, is held to the f32 rounding of
+//    each: its documented deviation; it runs only on CPUs with VNNI). VPDPBUSD's (a + 128) b
+//    sums pass 2^31 here and wrap; the result must still be exact. Also with b transposed.
 //  - MatmulF8Kernels.EveryProductExact: K = 1, a a column of every finite encoding, b a row of
 //    every finite encoding of its format, unit scales, y f32: every y[i, j] is the exact product
 //    a_i b_j (8-bit mantissas: exact in f32; a zero product compares equal to either zero, as
@@ -127,18 +127,13 @@ TEST(MatmulI8Kernels, ExtremesAtLargestK) {
       for (int64_t j = 0; j < 3; ++j) pb[p * 3 + j] = values[j];
     run_everywhere(text, {a, b}, [&](const std::string& label, const Tensor& y) {
       const auto* py = static_cast<const int32_t*>(y.host_data());
-      // oneDNN's known deviation (kernels/peers/onednn/matmul_i8.cpp): on AVX-512 CPUs its sums
-      // pass through f32; on CPUs without AVX-512 its kernels return them exact. Either is held.
+      // oneDNN's known deviation (kernels/peers/onednn/matmul_i8.cpp): its sums pass through f32.
       const bool via_f32 = label.rfind("onednn", 0) == 0;
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
           const int64_t exact = static_cast<int64_t>(values[i]) * values[j] * k;
-          const int64_t rounded = static_cast<int64_t>(static_cast<float>(exact));
-          const int64_t got = py[i * 3 + j];
-          if (via_f32 && got != exact)
-            EXPECT_EQ(got, rounded) << label << " " << text << " y[" << i << ", " << j << "]: neither exact nor f32-rounded";
-          else
-            EXPECT_EQ(got, exact) << label << " " << text << " y[" << i << ", " << j << "]";
+          const int64_t want = via_f32 ? static_cast<int64_t>(static_cast<float>(exact)) : exact;
+          EXPECT_EQ(py[i * 3 + j], want) << label << " " << text << " y[" << i << ", " << j << "]";
         }
     });
   }
