@@ -169,7 +169,9 @@ class ScopedProgramCache {
     save("DNNB_CACHE_DIR", &old_dir_);
     save("DNNB_OPENCL_CACHE", &old_switch_);
     setenv("DNNB_CACHE_DIR", root_.c_str(), 1);
-    unsetenv("DNNB_OPENCL_CACHE");
+    // On, so that the cache is exercised on every platform, PoCL's included (there it is
+    // off by default: opencl_platform_caches_builds).
+    setenv("DNNB_OPENCL_CACHE", "on", 1);
   }
   ~ScopedProgramCache() {
     restore("DNNB_CACHE_DIR", old_dir_);
@@ -236,9 +238,12 @@ void expect_fill_runs(OpenCLDevice& device, const std::string& options, int fact
 TEST(OpenCLProgramCache, FolderFromTheEnvironment) {
   ScopedProgramCache cache;
   EXPECT_EQ(opencl_program_cache_dir(), cache.dir());
+  EXPECT_EQ(opencl_program_cache_dir(/*platform_caches_builds=*/true), cache.dir()) << "on forces it";
   setenv("DNNB_OPENCL_CACHE", "off", 1);
   EXPECT_EQ(opencl_program_cache_dir(), "");
   unsetenv("DNNB_OPENCL_CACHE");
+  EXPECT_EQ(opencl_program_cache_dir(), cache.dir());
+  EXPECT_EQ(opencl_program_cache_dir(/*platform_caches_builds=*/true), "") << "off by default where the platform caches";
   unsetenv("DNNB_CACHE_DIR");
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
@@ -404,7 +409,7 @@ TEST(OpenCLProgramCache, OffOrUnwritableStillBuilds) {
   expect_fill_runs(*off, "-DBASE=7", 7);
   EXPECT_EQ(off->program_cache_stats().disk_writes, 0);
   EXPECT_TRUE(cache.entries().empty());
-  unsetenv("DNNB_OPENCL_CACHE");
+  setenv("DNNB_OPENCL_CACHE", "on", 1);
   // A folder that cannot be created (below a regular file): the build succeeds, nothing is written.
   std::filesystem::create_directories(cache.root());
   const std::string file = (cache.root() / "a-file").string();
@@ -415,6 +420,23 @@ TEST(OpenCLProgramCache, OffOrUnwritableStillBuilds) {
   expect_fill_runs(*unwritable, "-DBASE=8", 8);
   EXPECT_EQ(unwritable->program_cache_stats().source_builds, 1);
   EXPECT_EQ(unwritable->program_cache_stats().disk_writes, 0);
+}
+
+// On PoCL, which caches its own builds, a runtime left to its default writes nothing.
+TEST(OpenCLProgramCache, OffByDefaultWhereThePlatformCaches) {
+  DNNB_REQUIRE_OPENCL(device);
+  cl_platform_id platform = nullptr;
+  ASSERT_EQ(clGetDeviceInfo(device->device_id(), CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr),
+            CL_SUCCESS);
+  if (!opencl_platform_caches_builds(platform)) GTEST_SKIP() << device->info().name << " keeps no cache of its own";
+  ScopedProgramCache cache;
+  unsetenv("DNNB_OPENCL_CACHE");
+  auto runtime = fresh_runtime(*device);
+  ASSERT_NE(runtime, nullptr);
+  expect_fill_runs(*runtime, "-DBASE=9", 9);
+  EXPECT_EQ(runtime->program_cache_stats().source_builds, 1);
+  EXPECT_EQ(runtime->program_cache_stats().disk_writes, 0);
+  EXPECT_TRUE(cache.entries().empty());
 }
 
 TEST(OpenCLProgramCache, BuildFailureFromACachedRunStillCarriesTheLog) {

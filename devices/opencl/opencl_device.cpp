@@ -123,6 +123,7 @@ Status OpenCLDevice::init() {
   DNNB_CL_TRY(clGetDeviceInfo(device_, CL_DEVICE_EXTENSIONS, ext_size, ext.data(), nullptr));
   extensions_ = std::string(" ") + ext.c_str() + " ";
   binary_identity_ = opencl_binary_identity(platform_, device_);
+  platform_caches_builds_ = opencl_platform_caches_builds(platform_);
   return Status::ok();
 }
 
@@ -231,7 +232,7 @@ Result<cl_program> OpenCLDevice::program(const std::string& name, const std::str
   auto found = programs_.find(key);
   if (found != programs_.end()) return found->second;
 
-  const std::string cache_dir = opencl_program_cache_dir();
+  const std::string cache_dir = opencl_program_cache_dir(platform_caches_builds_);
   const std::string cache_key =
       cache_dir.empty() ? std::string() : opencl_program_cache_key(binary_identity_, source, options);
   if (!cache_dir.empty() && !from_source) {

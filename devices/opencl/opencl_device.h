@@ -77,6 +77,7 @@ class OpenCLDevice final : public DeviceRuntime {
   size_t local_mem_size_ = 0;
   std::string extensions_;
   std::string binary_identity_;  // opencl_binary_identity(), part of every cache key
+  bool platform_caches_builds_ = false;  // opencl_platform_caches_builds()
   mutable std::mutex mutex_;
   std::map<std::string, cl_program> programs_;
   std::map<std::string, cl_kernel> kernels_;

@@ -73,12 +73,17 @@ uint64_t get_u64(const char* p) {
 
 }  // namespace
 
-std::string opencl_program_cache_dir() {
-  if (env("DNNB_OPENCL_CACHE") == "off") return "";
+std::string opencl_program_cache_dir(bool platform_caches_builds) {
+  const std::string mode = env("DNNB_OPENCL_CACHE");
+  if (mode == "off" || (platform_caches_builds && mode != "on")) return "";
   if (const std::string dir = env("DNNB_CACHE_DIR"); !dir.empty()) return dir + "/opencl";
   if (const std::string dir = env("XDG_CACHE_HOME"); !dir.empty()) return dir + "/dnnblocks/opencl";
   if (const std::string home = env("HOME"); !home.empty()) return home + "/.cache/dnnblocks/opencl";
   return "";
+}
+
+bool opencl_platform_caches_builds(cl_platform_id platform) {
+  return platform_text(platform, CL_PLATFORM_NAME) == "Portable Computing Language";
 }
 
 std::string opencl_binary_identity(cl_platform_id platform, cl_device_id device) {
