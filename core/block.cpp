@@ -245,6 +245,7 @@ Result<BlockPlan> plan_block(const BlockGraph& graph, const std::string& backend
     plan.nodes.push_back(pn);
   }
   plan.workspace_bytes = at;
+  plan.after = node_dependencies(graph);
   return plan;
 }
 
@@ -296,11 +297,12 @@ Result<std::vector<LaunchStep>> block_steps(const BlockGraph& graph, const Block
   auto bound = bind_block(graph, plan, call);
   if (!bound) return bound.status();
   auto values = std::make_shared<const std::map<std::string, Tensor>>(std::move(*bound));
-  const auto after = node_dependencies(graph);
+  if (plan.after.size() != graph.nodes.size() || plan.nodes.size() != graph.nodes.size())
+    return Status::error("block " + call.problem.op + ": the plan is not this graph's");
   std::vector<LaunchStep> steps;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     LaunchStep step;
-    step.after = after[n];
+    step.after = plan.after[n];
     step.enqueue = [&graph, &plan, &call, values, n]() -> Status {
       const BlockNode& node = graph.nodes[n];
       const BlockPlan::Node& pn = plan.nodes[n];

@@ -109,6 +109,7 @@ struct BlockPlan {
   std::vector<Node> nodes;
   std::map<std::string, size_t> offsets;  // intermediate value -> byte offset in the workspace
   size_t workspace_bytes = 0;
+  std::vector<std::vector<size_t>> after;  // node_dependencies(graph), once per plan
 };
 
 // Why `backend` cannot run the graph ("node attn.sdpa: opencl has no sdpa"), or "".
@@ -123,8 +124,8 @@ Result<std::map<std::string, Tensor>> bind_block(const BlockGraph& graph, const 
 // input counts as written by every node that takes it), or either node's op keeps device-wide
 // counters (OpSpec::device_wide_counters).
 std::vector<std::vector<size_t>> node_dependencies(const BlockGraph& graph);
-// Each node's launches as a step of DeviceRuntime::run_recorded, with node_dependencies as its
-// `after`; the steps hold `graph`, `plan` and `call`, which must outlive them.
+// Each node's launches as a step of DeviceRuntime::run_recorded, with the plan's dependencies as
+// its `after`; the steps hold `graph`, `plan` and `call`, which must outlive them.
 Result<std::vector<LaunchStep>> block_steps(const BlockGraph& graph, const BlockPlan& plan, OpCall& call);
 // Runs every node in order (no synchronisation).
 Status run_block(const BlockGraph& graph, const BlockPlan& plan, OpCall& call);

@@ -26,7 +26,6 @@ CudaDevice::CudaDevice(int ordinal, DeviceInfo info) : ordinal_(ordinal), info_(
   if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
   if (err != cudaSuccess) {
     stream_ = nullptr;
-    current_ = nullptr;
     info_.capabilities["stream"] = std::string("legacy default stream: creating a stream failed with ") +
                                    cudaGetErrorName(err);
     cudaGetLastError();  // clear it so the next checked call does not report it

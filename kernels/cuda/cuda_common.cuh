@@ -288,6 +288,23 @@ __device__ __forceinline__ void group_reduce_max_sum(float& m, float& s, int gro
 // Host glue.
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Launches `kernel` on the device's stream with one launch attribute: a cooperative launch
+// (row_pipe.cuh) or a programmatic dependent launch of the launch before it (matmul_ggml).
+template <typename A>
+Status launch_with_attribute(const CudaDevice& device, void (*kernel)(A), unsigned grid, unsigned threads, size_t smem,
+                             const cudaLaunchAttribute& attribute, const A& args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = device.stream();
+  cudaLaunchAttribute attributes[1] = {attribute};
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, args));
+  return Status::ok();
+}
 inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Launch shape of a register-resident row kernel (softmax, layernorm, rmsnorm): each thread

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "devices/cuda/cuda_device.h"
+#include "kernels/cuda/cuda_common.cuh"
 
 namespace dnnb::cuda_kernels {
 
@@ -15,18 +16,10 @@ namespace dnnb::cuda_kernels {
 template <typename A>
 Status launch_after_quantiser(const CudaDevice& device, void (*kernel)(A), unsigned grid, unsigned threads, size_t smem,
                               const A& args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem;
-  config.stream = device.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, args));
-  return Status::ok();
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  return launch_with_attribute(device, kernel, grid, threads, smem, dependent, args);
 }
 
 }  // namespace dnnb::cuda_kernels

@@ -147,17 +147,11 @@ Result<bool> launch_persistent_rows(const CudaDevice& device, Kernel kernel, int
     DNNB_CUDA_CHECK_LAUNCH();
     return true;
   }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(static_cast<unsigned>(block));
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = device.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeCooperative;
-  attribute.val.cooperative = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, a));
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  cooperative.val.cooperative = 1;
+  DNNB_TRY(launch_with_attribute(device, kernel, static_cast<unsigned>(grid), static_cast<unsigned>(block),
+                                 static_cast<size_t>(smem), cooperative, a));
   return true;
 }
 
