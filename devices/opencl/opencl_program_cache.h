@@ -8,9 +8,9 @@
 // Folder: $DNNB_CACHE_DIR/opencl, else $XDG_CACHE_HOME/dnnblocks/opencl, else
 // ~/.cache/dnnblocks/opencl; DNNB_OPENCL_CACHE=off turns the cache off. Not used on a platform that
 // keeps its own cache of builds (PoCL: opencl_platform_caches_builds) unless DNNB_OPENCL_CACHE=on.
-// Files are untrusted: an
-// entry is used only when its size, its key and the SHA-256 of its binary all check out, and the
-// driver may still refuse it; any of these makes the caller build from source and rewrite it.
+// Files are untrusted: an entry is used only when its size, its key and the SHA-256 of its binary
+// all check out, and the driver may still refuse it; any of these makes the caller build from
+// source and rewrite it.
 // Entries are written to a temporary file and renamed, so a reader never sees half an entry.
 #pragma once
 #ifndef CL_TARGET_OPENCL_VERSION
