@@ -288,6 +288,7 @@ __device__ __forceinline__ void group_reduce_max_sum(float& m, float& s, int gro
 // Host glue.
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Launches `kernel` on the device's stream with one launch attribute: a cooperative launch
 // (row_pipe.cuh) or a programmatic dependent launch of the launch before it (matmul_ggml).
@@ -305,7 +306,6 @@ Status launch_with_attribute(const CudaDevice& device, void (*kernel)(A), unsign
   DNNB_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, args));
   return Status::ok();
 }
-inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 // Launch shape of a register-resident row kernel (softmax, layernorm, rmsnorm): each thread
 // holds `ept` elements (8 or 32, the two instantiations) of one row; `group` threads share a row.

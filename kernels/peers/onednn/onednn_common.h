@@ -41,7 +41,8 @@ struct Prepared {
 struct PeerOp {
   std::string op;
   std::vector<DType> dtypes;
-  // ok, or unsupported naming the parameter oneDNN has no way to express.
+  // ok, or unsupported naming what oneDNN cannot express: a parameter, or (matmul_i8) exact
+  // results on this CPU.
   std::function<Status(const Problem&)> expressible;
   // Builds the primitive for these input/output layouts. oneDNN exceptions are caught by
   // the caller and become unsupported (creation) with oneDNN's message and status.
