@@ -21,7 +21,8 @@
 // (warp i: groups i, i + 4, ...). A group is 272 (q8_0) or 144 (q4_0) bytes of a row, whole
 // 16-byte chunks, so a row's groups all start at the row's offset in its 16-byte chunk: each
 // warp copies a group's 16 rows with 16-byte cp.async (aligned down; the bytes read before or
-// after a row lie in a 16-byte chunk holding a byte of w) into its ring of kStages groups in
+// after a row lie in a 16-byte chunk holding a byte of w; w's last chunk, when it reaches past
+// w's end, is copied byte by byte) into its ring of kStages groups in
 // shared memory, kStages - 1 in flight while it computes one. The first kStages - 1 are issued
 // before the wait for the quantiser (griddepcontrol.wait): w does not depend on it, so its
 // launch and run hide under w's first loads. Rows past N repeat the last row (never stored).
@@ -38,15 +39,15 @@
 // memory in warp order (deterministic): the block terms are summed in f32 in another order
 // than ggml's, within the dot_product bound over K / 32 terms.
 //
-// ggml_matvec_v2 (kernels/cuda/matmul_ggml_v2.cu: q8_0, M <= 4, whole 8-block groups; lane =
-// row, x staged whole in shared memory, w through per-warp cp.async rings, dp4a) takes the
-// q8_0 problems of M <= 4 it fits (2-stage rings); x is then
-// quantised in its order (v2_slot) instead of the fragment order. The ring kernel takes the rest.
+// ggml_matvec_rows (kernels/cuda/matmul_ggml_rows.cu: q8_0, M <= 4, whole 8-block groups; a
+// warp a row, w loaded into registers, dp4a) takes the q8_0 problems of M <= 4 it fits; x is
+// then quantised in its order (rows_slot) instead of the fragment order. The ring kernel takes
+// the rest.
 #include <algorithm>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/gemm_mma.cuh"
-#include "kernels/cuda/matmul_ggml_v2.h"
+#include "kernels/cuda/matmul_ggml_rows.h"
 #include "suites/ops/matmul_ggml_desc.h"
 
 namespace dnnb::cuda_kernels {
@@ -58,7 +59,6 @@ constexpr int kRows = 16;   // rows of w per block: the mma's M
 constexpr int kTokens = 8;  // tokens per B tile: the mma's N
 constexpr int kGroup = 8;   // blocks of K per warp step
 constexpr int kRing = 3;    // groups in a warp's ring: kRing - 1 in flight while one is used
-constexpr int kV2Stages = 2;  // ggml_matvec_v2's ring
 
 // A warp's stage: kGroup blocks of 16 rows, each row in a slot of whole 16-byte chunks.
 template <bool kQ8>
@@ -77,9 +77,9 @@ struct QuantArgs {
   int64_t x_row, x_col;  // strides in elements
   int64_t rows, rows_pad;
   int nb;
-  int8_t* xq;    // rows x nb x 32, each block in fragment order (v2: v2_slot order)
+  int8_t* xq;    // rows x nb x 32, each block in fragment order (rows_order: rows_slot order)
   float* xd;     // rows_pad / 8 x nb x 8
-  bool v2_order;  // for ggml_matvec_v2 (kernels/cuda/matmul_ggml_v2.h)
+  bool rows_order;  // for ggml_matvec_rows (kernels/cuda/matmul_ggml_rows.h)
 };
 
 // Where value l of a block is stored: quants 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3 at 8t.
@@ -113,12 +113,13 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
     q = isnan(r) ? 0 : static_cast<int>(fminf(fmaxf(r, -127.0f), 127.0f));
     d_value = __half2float(__float2half_rn(d));
   }
-  a.xq[block * 32 + (a.v2_order ? ggml_v2::v2_slot(lane, b) : fragment_slot(lane))] = static_cast<int8_t>(q);
+  a.xq[block * 32 + (a.rows_order ? ggml_rows::rows_slot(lane, b) : fragment_slot(lane))] = static_cast<int8_t>(q);
   if (lane == 0) *d_out = d_value;
 }
 
 struct MatvecArgs {
   const unsigned char* w;
+  const unsigned char* w_end;  // one past w's last byte: a chunk reaching past it is copied byte by byte
   int64_t w_row_bytes;
   int n, nb, m;
   const int8_t* xq;
@@ -204,7 +205,15 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     const uint32_t stage = ring_s + slot * S::kBytes;
 #pragma unroll
     for (int j = 0; j < S::kPerLane; ++j)
-      if (lim[j] < bytes) gemm::cp_async_16(stage + dst[j], base + src[j], 16);
+      if (lim[j] < bytes) {
+        const unsigned char* chunk = base + src[j];
+        if (p.w_end - chunk >= 16) {
+          gemm::cp_async_16(stage + dst[j], chunk, 16);
+        } else {  // w's last chunk, short: byte by byte, the rest zero (read after the __syncwarp)
+          unsigned char* to = ring + slot * S::kBytes + dst[j];
+          for (int b = 0; b < 16; ++b) to[b] = b < p.w_end - chunk ? chunk[b] : 0;
+        }
+      }
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -344,13 +353,9 @@ Status run_matmul_ggml(OpCall& call) {
   const int nt = d->m <= kTokens ? 1 : 2;
   if (ceil_div(d->n, kRows) * ceil_div(d->m, kTokens * nt) > INT32_MAX)
     return Status::unsupported("cuda matmul_ggml: more than 2^31 - 1 tiles of 16 rows x 16 tokens");
-  // q8_0 at M <= 4 with whole 8-block groups: ggml_matvec_v2 with 2-stage rings, 4 warps a
-  // block when its 32-row blocks fill two waves of the SMs (more blocks resident an SM), else 8
-  // (fewer rows: more groups in flight a block).
+  // q8_0 at M <= 4 with whole 8-block groups: ggml_matvec_rows.
   const bool q8 = d->w == DType::q8_0;
-  const int v2_warps = ceil_div(d->n, int64_t{32}) >= 2 * (**device).sm_count() ? 4 : 8;
-  const bool v2 = ggml_v2::fits(q8, d->m, d->blocks(), reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)), w_row_bytes,
-                                kV2Stages, v2_warps);
+  const bool by_rows = ggml_rows::fits(q8, d->m, d->blocks(), reinterpret_cast<uintptr_t>(data_ptr<unsigned char>(w)), w_row_bytes);
   const int64_t rows_pad = round_up(d->m, kTokens * nt);
   // Scratch: quants (32 bytes a block) first, so every block's are 16-byte aligned, then d.
   auto scratch = StreamScratch::allocate(**device, static_cast<size_t>(d->m * d->blocks() * 32 + rows_pad * d->blocks() * 4));
@@ -358,7 +363,7 @@ Status run_matmul_ggml(OpCall& call) {
   auto* xq = scratch->as<int8_t>();
   auto* xd = reinterpret_cast<float*>(xq + d->m * d->blocks() * 32);
 
-  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd, v2};
+  QuantArgs qa{data_ptr<unsigned char>(x), x.strides[0], x.strides[1], d->m, rows_pad, static_cast<int>(d->blocks()), xq, xd, by_rows};
   const unsigned q_grid = static_cast<unsigned>(ceil_div(rows_pad * d->blocks(), 8));
   Status quantized = dispatch_float(x.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
@@ -370,6 +375,7 @@ Status run_matmul_ggml(OpCall& call) {
 
   MatvecArgs p{};
   p.w = data_ptr<unsigned char>(w);
+  p.w_end = p.w + (d->n - 1) * w_row_bytes + static_cast<int64_t>(storage_bytes(w.dtype, d->k));
   p.w_row_bytes = w_row_bytes;
   p.n = static_cast<int>(d->n);
   p.nb = static_cast<int>(d->blocks());
@@ -378,9 +384,9 @@ Status run_matmul_ggml(OpCall& call) {
   p.xd = xd;
   p.y = data_ptr<float>(y);
   p.y_row = y.strides[0];
-  if (v2) {
-    const ggml_v2::Args a{p.w, p.w_row_bytes, p.n, p.nb, p.m, p.xq, p.xd, p.y, p.y_row};
-    DNNB_TRY(ggml_v2::launch(**device, a, kV2Stages, v2_warps));
+  if (by_rows) {
+    const ggml_rows::Args a{p.w, p.w_row_bytes, p.n, p.nb, p.m, p.xq, p.xd, p.y, p.y_row};
+    DNNB_TRY(ggml_rows::launch(**device, a));
     return scratch->release();
   }
   Status launched = nt == 1 ? (q8 ? launch_matvec<true, 1, kRing>(**device, p) : launch_matvec<false, 1, kRing>(**device, p))
