@@ -2,25 +2,24 @@
 // whole 8-block groups (K % 256 == 0), x quantised by ggml_quantize_x (kernels/cuda/
 // matmul_ggml.cu) in rows_slot order.
 //
-// A warp owns whole rows of w: warp g of the grid's G warps takes rows g, g + G, g + 2G, ..., so
-// at any time the grid reads one window of w, and a row's sums stay in one warp (no atomics, a
-// fixed order). It reads a row in stages of 8 groups of 8 blocks (2176 bytes, 136 16-byte
-// chunks; the last stage of a row may hold fewer groups) by coalesced 16-byte loads into
-// registers, lane l taking chunks l, l + 32, ...; registers, not shared memory, hold the stage
-// in flight, so 32 warps an SM fit at M = 1 (shared-memory rings allowed 8-12). The source
-// issues the next stage's loads before the current stage's compute; under the 64-register cap
-// that __launch_bounds__(512, 2) sets at M = 1 the compiler has been seen to place them after it
-// (docs/ops-family4.md says what that costs). A stage is written to the warp's 2176 bytes of
-// shared memory and lane l computes the pair of blocks 2l, 2l + 1 of it: 68 bytes at 68 l, read as 17
-// words (17 is odd, so the 32 lanes' loads hit 32 different banks). In a pair the even block's
-// scale is the low half of word 0 and its quants 0, 1 the high half, quants 2 .. 29 words 1 .. 7
-// and quants 30, 31 the low half of word 8; the odd block's scale is word 8's high half and its
-// quants words 9 .. 16. x is stored in the same order (rows_slot: an even block's quants 2 .. 29,
-// then 0, 1, 30, 31, joined on the w side by one byte permute), so a block's integer dot is 8
-// dp4a of matching words (exact in s32 in any order). Each block then adds float(sumi) x
-// (d_w x d_x) to the lane's f32 sum by an FMA (d_w x d_x exact in f32; float(sumi) exact,
-// |sumi| < 2^22, by the 1.5 x 2^23 bias); at a row's end the lanes' sums are added by a
-// butterfly and lane 0 writes y.
+// A warp owns whole rows of w: warp g of the grid's G warps takes rows g, g + G, g + 2G, ..., so at
+// any time the grid reads one window of w, and a row's sums stay in one warp (no atomics, a fixed
+// order). It reads a row in stages of 8 groups of 8 blocks (2176 bytes, 136 16-byte chunks; the
+// last stage of a row may hold fewer groups) by coalesced 16-byte loads into registers, lane l
+// taking chunks l, l + 32, ...; registers, not shared memory, hold the stage in flight, so 32 warps
+// an SM fit at M = 1 (shared-memory rings allowed 8-12). The source issues the next stage's loads
+// before the current stage's compute; under the 64-register cap that __launch_bounds__(512, 2) sets
+// at M = 1 the compiler has been seen to place them after it (docs/ops-family4.md says what that
+// costs). A stage is written to the warp's 2176 bytes of shared memory and lane l computes the pair
+// of blocks 2l, 2l + 1 of it: 68 bytes at 68 l, read as 17 words (17 is odd, so the 32 lanes' loads
+// hit 32 different banks). In a pair the even block's scale is the low half of word 0 and its
+// quants 0, 1 the high half, quants 2 .. 29 words 1 .. 7 and quants 30, 31 the low half of word 8;
+// the odd block's scale is word 8's high half and its quants words 9 .. 16. x is stored in the same
+// order (rows_slot: an even block's quants 2 .. 29, then 0, 1, 30, 31, joined on the w side by one
+// byte permute), so a block's integer dot is 8 dp4a of matching words (exact in s32 in any order).
+// Each block then adds float(sumi) x (d_w x d_x) to the lane's f32 sum by an FMA (d_w x d_x exact
+// in f32; float(sumi) exact, |sumi| < 2^22, by the 1.5 x 2^23 bias); at a row's end the lanes' sums
+// are added by a butterfly and lane 0 writes y.
 // Before griddepcontrol.wait (the quantiser's writes) every warp issues its first stage's loads
 // and prefetches its second into L2: w does not depend on x. Then the block copies x's quants
 // (each pair of blocks of a token at 80 bytes, padded so that lanes reading different pairs hit
