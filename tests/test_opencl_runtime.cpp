@@ -202,12 +202,19 @@ class ScopedProgramCache {
   std::optional<std::string> old_dir_, old_switch_;
 };
 
-// A second runtime on the same device: its in-process program map is empty, so each build goes
-// to the on-disk cache, as in a new process.
-std::unique_ptr<OpenCLDevice> fresh_runtime(const OpenCLDevice& device) {
+// The device's platform; nullptr when the driver does not say.
+cl_platform_id platform_of(const OpenCLDevice& device) {
   cl_platform_id platform = nullptr;
   if (clGetDeviceInfo(device.device_id(), CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr) != CL_SUCCESS)
     return nullptr;
+  return platform;
+}
+
+// A second runtime on the same device: its in-process program map is empty, so each build goes
+// to the on-disk cache, as in a new process.
+std::unique_ptr<OpenCLDevice> fresh_runtime(const OpenCLDevice& device) {
+  cl_platform_id platform = platform_of(device);
+  if (platform == nullptr) return nullptr;
   auto runtime = std::make_unique<OpenCLDevice>(platform, device.device_id(), device.info());
   if (!runtime->init().is_ok()) return nullptr;
   return runtime;
@@ -425,9 +432,8 @@ TEST(OpenCLProgramCache, OffOrUnwritableStillBuilds) {
 // On PoCL, which caches its own builds, a runtime left to its default writes nothing.
 TEST(OpenCLProgramCache, OffByDefaultWhereThePlatformCaches) {
   DNNB_REQUIRE_OPENCL(device);
-  cl_platform_id platform = nullptr;
-  ASSERT_EQ(clGetDeviceInfo(device->device_id(), CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr),
-            CL_SUCCESS);
+  cl_platform_id platform = platform_of(*device);
+  ASSERT_NE(platform, nullptr);
   if (!opencl_platform_caches_builds(platform)) GTEST_SKIP() << device->info().name << " keeps no cache of its own";
   ScopedProgramCache cache;
   unsetenv("DNNB_OPENCL_CACHE");
