@@ -119,7 +119,6 @@ __global__ void __launch_bounds__(256) ggml_quantize_x(const QuantArgs a) {
 
 struct MatvecArgs {
   const unsigned char* w;
-  const unsigned char* w_end;  // one past w's last byte: a chunk reaching past it is copied byte by byte
   int64_t w_row_bytes;
   int n, nb, m;
   const int8_t* xq;
@@ -161,9 +160,6 @@ __device__ __forceinline__ void mma_block(int (&s)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
 }
 
-// float(s) for |s| < 2^22, exactly: s in the significand of 1.5 x 2^23, then the bias taken off.
-__device__ __forceinline__ float exact_float(int s) { return __int_as_float(0x4b400000 + s) - 12582912.0f; }
-
 template <bool kQ8, int kNT, int kStages>
 __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   using S = Stage<kQ8>;
@@ -174,6 +170,8 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
   const int row0 = static_cast<int>(blockIdx.x / token_tiles) * kRows;
   const int tok0 = static_cast<int>(blockIdx.x % token_tiles) * kTokens * kNT;
   const unsigned char* w_tile = p.w + static_cast<int64_t>(row0) * p.w_row_bytes;
+  // One past w's last byte: a chunk reaching past it is copied byte by byte.
+  const unsigned char* w_end = p.w + static_cast<int64_t>(p.n - 1) * p.w_row_bytes + p.nb * S::kBlockBytes;
   const uintptr_t tile_addr = reinterpret_cast<uintptr_t>(w_tile);
   unsigned char* ring = smem + warp * kStages * S::kBytes;
   const uint32_t ring_s = gemm::smem_addr(ring);
@@ -207,11 +205,11 @@ __global__ void __launch_bounds__(kThreads) ggml_matvec(const MatvecArgs p) {
     for (int j = 0; j < S::kPerLane; ++j)
       if (lim[j] < bytes) {
         const unsigned char* chunk = base + src[j];
-        if (p.w_end - chunk >= 16) {
+        if (w_end - chunk >= 16) {
           gemm::cp_async_16(stage + dst[j], chunk, 16);
         } else {  // w's last chunk, short: byte by byte, the rest zero (read after the __syncwarp)
           unsigned char* to = ring + slot * S::kBytes + dst[j];
-          for (int b = 0; b < 16; ++b) to[b] = b < p.w_end - chunk ? chunk[b] : 0;
+          for (int b = 0; b < 16; ++b) to[b] = b < w_end - chunk ? chunk[b] : 0;
         }
       }
   };
@@ -375,7 +373,6 @@ Status run_matmul_ggml(OpCall& call) {
 
   MatvecArgs p{};
   p.w = data_ptr<unsigned char>(w);
-  p.w_end = p.w + (d->n - 1) * w_row_bytes + static_cast<int64_t>(storage_bytes(w.dtype, d->k));
   p.w_row_bytes = w_row_bytes;
   p.n = static_cast<int>(d->n);
   p.nb = static_cast<int>(d->blocks());

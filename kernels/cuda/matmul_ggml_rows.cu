@@ -51,9 +51,6 @@ int64_t smem_bytes(int64_t m, int64_t nb, int warps) {
   return m * (nb / 2) * kPairBytes + m * nb * 4 + static_cast<int64_t>(warps) * kStageBytes;
 }
 
-// float(s) for |s| < 2^22, exactly: s in the significand of 1.5 x 2^23, then the bias taken off.
-__device__ __forceinline__ float exact_float(int s) { return __int_as_float(0x4b400000 + s) - 12582912.0f; }
-
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 
 template <int kM>

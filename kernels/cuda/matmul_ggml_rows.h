@@ -10,6 +10,10 @@
 
 namespace dnnb::cuda_kernels {
 
+// float(s) for |s| < 2^22, exactly: s in the significand of 1.5 x 2^23, then the bias taken off
+// (instead of the quarter-rate I2F). Both matvecs turn their blocks' integer dots into floats so.
+__device__ __forceinline__ float exact_float(int s) { return __int_as_float(0x4b400000 + s) - 12582912.0f; }
+
 // Launches `kernel` on the device's stream as a programmatic dependent launch of the launch
 // before it (the quantiser): its blocks may start while that one runs, and wait for its writes
 // with griddepcontrol.wait. Both matvecs are launched so.
